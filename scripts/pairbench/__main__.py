@@ -1,0 +1,7 @@
+"""`python3 -m pairbench` (with scripts/ on sys.path)."""
+
+import sys
+
+from pairbench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,91 @@
+"""Shared helpers for plot/compare/accept/report: metric meaning, aggregate rows, labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from pairbench.sizes import size_label
+
+POINT_KEY = ["layer", "test", "variant", "msg_size_bytes", "pairs"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    unit: str
+    higher_is_worse: bool
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("lat_us_p50", "latency (p50)", "µs", True),
+    Metric("lat_us_p90", "latency (p90)", "µs", True),
+    Metric("lat_us_p99", "latency (p99)", "µs", True),
+    Metric("lat_us_p999", "latency (p99.9)", "µs", True),
+    Metric("lat_us_min", "latency (min)", "µs", True),
+    Metric("lat_us_mean", "latency (mean)", "µs", True),
+    Metric("lat_us_max", "latency (max)", "µs", True),
+    Metric("bw_gbit_s", "bandwidth", "Gbit/s", False),
+    Metric("bw_mbyte_s", "bandwidth", "MB/s", False),
+    Metric("msg_rate_per_s", "message rate", "msg/s", False),
+    Metric("link_pct", "link utilisation", "%", False),
+    Metric("fairness", "fairness (Jain)", "", False),
+    Metric("start_skew_us", "start skew", "µs", True),
+)}
+
+TEST_LABELS = {"write_lat": "write latency", "read_lat": "read latency",
+               "send_lat": "send latency", "write_bw": "write bandwidth",
+               "read_bw": "read bandwidth", "send_bw": "send bandwidth",
+               "latency": "MPI latency", "bw": "MPI bandwidth"}
+
+
+def test_label(test: str, variant: str = "") -> str:
+    base = TEST_LABELS.get(test, test)
+    return f"{base} [{variant}]" if variant else base
+
+
+def point_label(test: str, variant: str, size: float, pairs: float) -> str:
+    return f"{int(pairs)}-pair {test_label(test, variant)} at {size_label(int(size))}"
+
+
+def aggregate_rows(df: pd.DataFrame, ok_only: bool = True) -> pd.DataFrame:
+    """The pair_id=all rows (status=ok unless ok_only is False)."""
+    out = df[df["pair_id"] == "all"]
+    if ok_only:
+        out = out[out["status"] == "ok"]
+    return out.copy()
+
+
+def median_by_point(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Median over repetitions of each metric per point (aggregate ok rows)."""
+    agg = aggregate_rows(df)
+    cols = [m for m in metrics if m in agg.columns]
+    return agg.groupby(POINT_KEY, dropna=False)[cols].median().reset_index()
+
+
+def present_metrics(df: pd.DataFrame, candidates: list[str]) -> list[str]:
+    """Metrics that have at least one value in the aggregate ok rows."""
+    agg = aggregate_rows(df)
+    return [m for m in candidates if m in agg.columns and agg[m].notna().any()]
+
+
+def device_label(meta: dict) -> str:
+    """A short device description for plot titles, from metadata (or 'unknown device')."""
+    if meta.get("label"):
+        return str(meta["label"])
+    fp = meta.get("fingerprint") or {}
+    rig = fp.get("rig") or {}
+    devs = fp.get("rdma_devices") or []
+    if rig.get("PB_RDMA_DEVICE"):
+        mode = rig.get("PB_RIG_MODE")
+        return f"{rig['PB_RDMA_DEVICE']} ({mode})" if mode else str(rig["PB_RDMA_DEVICE"])
+    if devs:
+        d = devs[0]
+        return f"{d.get('name')} {d.get('board_id') or ''}".strip()
+    cfg = meta.get("config") or {}
+    if cfg.get("layer") == "mpi":
+        mpi = (fp.get("mpi") or {}).get("library_version")
+        return f"{mpi or 'MPI'} on {fp.get('host', 'unknown host')}"
+    return "unknown device"

@@ -1,0 +1,192 @@
+"""Planning a sweep: a pure function from a configuration to the list of points to run.
+
+A point is one (layer, test, pairs, repetition); all message sizes go to one invocation.
+Each point carries the exact argument lists of the processes to start (one for
+local/mpirun/srun, two for ssh: server and client), built here and nowhere else.
+No file system, no environment, no clock: everything comes in through SweepConfig.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from pairbench.errors import UsageError
+
+LAYERS = ("verbs", "mpi")
+LAUNCHERS = ("local", "softroce", "mpirun", "srun", "ssh")
+DEFAULT_LAUNCHER_CMD = {"mpirun": "mpirun", "srun": "srun", "ssh": "ssh"}
+OMPI_ROOT_ENV = (("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"))
+SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    layer: str
+    tests: tuple[str, ...]
+    sizes: tuple[int, ...]
+    pairs: tuple[int, ...]
+    binary: str
+    run_dir: str
+    repetitions: int = 1
+    launcher: str = "local"
+    hosts: tuple[str, ...] = ()
+    timeout_s: float = 300.0
+    iterations: int | None = None
+    warmup: int | None = None
+    duration_s: float | None = None
+    pin: str | None = None
+    pin_list: str | None = None
+    allow_oversubscribe: bool = False
+    exe_args: tuple[str, ...] = ()
+    launcher_cmd: str | None = None
+    launcher_args: tuple[str, ...] = ()
+    remote_binary: str | None = None
+    as_root: bool = False
+
+
+@dataclass(frozen=True)
+class Side:
+    """One process of a point: its argv and where its stdout/stderr go (relative to run dir)."""
+
+    role: str  # "main" (the only process), "server" or "client" (ssh)
+    argv: tuple[str, ...]
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class Point:
+    index: int
+    name: str
+    layer: str
+    test: str
+    pairs: int
+    repetition: int
+    sizes: tuple[int, ...]
+    sides: tuple[Side, ...]
+    timeout_s: float
+    csv: str | None  # file the executable writes with -o (relative); None = stdout of data side
+    env_json: str | None  # file written with --env-json (relative); None = not available
+    env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    @property
+    def data_side(self) -> Side:
+        """The process whose output holds the CSV rows (the client for ssh)."""
+        for s in self.sides:
+            if s.role in ("main", "client"):
+                return s
+        return self.sides[0]
+
+
+def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
+                env_json: str | None) -> list[str]:
+    """The executable's own options for one point (common options of both executables)."""
+    args = ["--test", test, "--sizes", ",".join(str(s) for s in cfg.sizes), "--pairs", str(pairs)]
+    if cfg.iterations is not None:
+        args += ["--iterations", str(cfg.iterations)]
+    if cfg.warmup is not None:
+        args += ["--warmup", str(cfg.warmup)]
+    if cfg.duration_s is not None:
+        args += ["--duration", f"{cfg.duration_s:g}"]
+    if cfg.pin is not None:
+        args += ["--pin", cfg.pin]
+    if cfg.pin_list is not None:
+        args += ["--pin-list", cfg.pin_list]
+    if cfg.allow_oversubscribe:
+        args.append("--allow-oversubscribe")
+    args += ["--timeout", f"{cfg.timeout_s:g}", "--quiet"]
+    if csv is not None:
+        args += ["--output", csv]
+    if env_json is not None:
+        args += ["--env-json", env_json]
+    return args + list(cfg.exe_args)
+
+
+def mpirun_argv(cfg: SweepConfig, pairs: int, exe: list[str]) -> list[str]:
+    """mpirun: 2P ranks for the MPI layer; for verbs one rank per side (each forks P workers)."""
+    argv = [cfg.launcher_cmd or "mpirun", "--oversubscribe"]
+    if cfg.layer == "mpi":
+        argv += ["-np", str(2 * pairs)]
+    else:
+        argv += ["-np", "2", "--map-by", "node" if cfg.hosts else "slot"]
+    if cfg.hosts:
+        argv += ["-H", ",".join(cfg.hosts)]
+    return argv + list(cfg.launcher_args) + exe
+
+
+def srun_argv(cfg: SweepConfig, pairs: int, exe: list[str]) -> list[str]:
+    """srun on two nodes: 2P tasks for MPI, one task per node for verbs."""
+    argv = [cfg.launcher_cmd or "srun", "-N2"]
+    if cfg.layer == "mpi":
+        argv += ["-n", str(2 * pairs)]
+    else:
+        argv += ["-n", "2", "--ntasks-per-node=1"]
+    if cfg.hosts:
+        argv += ["--nodelist", ",".join(cfg.hosts)]
+    return argv + list(cfg.launcher_args) + exe
+
+
+def ssh_argvs(cfg: SweepConfig, exe_args: list[str]) -> tuple[list[str], list[str]]:
+    """ssh: server on hosts[0], client with --connect hosts[0] on hosts[1].
+
+    ssh hands its command to the remote shell, so the remote argv is quoted with
+    shlex.join: every element stays one argument whatever it contains.
+    """
+    if len(cfg.hosts) != 2:
+        raise UsageError("--launcher ssh needs --hosts A,B (server on A, client on B)")
+    server_host, client_host = cfg.hosts
+    remote = [cfg.remote_binary or cfg.binary, *exe_args]
+    ssh = [cfg.launcher_cmd or "ssh", *SSH_OPTIONS, *cfg.launcher_args]
+    server = [*ssh, server_host, "--", shlex.join(remote)]
+    client = [*ssh, client_host, "--", shlex.join([*remote, "--connect", server_host])]
+    return server, client
+
+
+def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int) -> Point:
+    name = f"r{rep}-{test}-p{pairs}"
+    raw = f"raw/{name}"
+    env: tuple[tuple[str, str], ...] = ()
+    if cfg.launcher == "ssh":
+        exe = exe_options(cfg, test, pairs, None, None)
+        server, client = ssh_argvs(cfg, exe)
+        sides = (Side("server", tuple(server), f"{raw}.server.stdout", f"{raw}.server.stderr"),
+                 Side("client", tuple(client), f"{raw}.client.stdout", f"{raw}.client.stderr"))
+        csv = env_json = None
+    else:
+        csv, env_json = f"{raw}.csv", f"{raw}.env.json"
+        exe = [cfg.binary, *exe_options(cfg, test, pairs, f"{cfg.run_dir}/{csv}",
+                                          f"{cfg.run_dir}/{env_json}")]
+        if cfg.launcher in ("local", "softroce"):
+            argv = exe + (["--loopback"] if cfg.layer == "verbs" else [])
+        elif cfg.launcher == "mpirun":
+            argv = mpirun_argv(cfg, pairs, exe)
+            env = OMPI_ROOT_ENV if cfg.as_root else ()
+        elif cfg.launcher == "srun":
+            argv = srun_argv(cfg, pairs, exe)
+        else:
+            raise UsageError(f"unknown launcher {cfg.launcher!r} (one of {', '.join(LAUNCHERS)})")
+        sides = (Side("main", tuple(argv), f"{raw}.stdout", f"{raw}.stderr"),)
+    return Point(index=index, name=name, layer=cfg.layer, test=test, pairs=pairs, repetition=rep,
+                 sizes=cfg.sizes, sides=sides, timeout_s=cfg.timeout_s, csv=csv,
+                 env_json=env_json, env=env)
+
+
+def plan_sweep(cfg: SweepConfig) -> list[Point]:
+    """All points of a sweep, repetition-major (so repetitions are spread over time)."""
+    if cfg.layer not in LAYERS:
+        raise UsageError(f"unknown layer {cfg.layer!r} (one of {', '.join(LAYERS)})")
+    if cfg.launcher not in LAUNCHERS:
+        raise UsageError(f"unknown launcher {cfg.launcher!r} (one of {', '.join(LAUNCHERS)})")
+    if not cfg.tests:
+        raise UsageError("no test given (--test NAME)")
+    if cfg.repetitions < 1:
+        raise UsageError("--repetitions must be >= 1")
+    if cfg.timeout_s <= 0:
+        raise UsageError("--timeout must be > 0")
+    points: list[Point] = []
+    for rep in range(1, cfg.repetitions + 1):
+        for test in cfg.tests:
+            for pairs in cfg.pairs:
+                points.append(plan_point(cfg, len(points), test, pairs, rep))
+    return points

@@ -1,0 +1,217 @@
+"""The CSV contract as the driver expects it (mirror of core/pb_schema.h), and run loading.
+
+The column list lives in core/pb_schema.h; this module keeps a copy so the driver
+works without a build, and checks it against `--print-schema` of the real
+executables (tests/python/test_schema.py compares all three).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from pairbench.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+COLUMNS: tuple[str, ...] = (
+    "schema_version",
+    "layer",
+    "test",
+    "variant",
+    "msg_size_bytes",
+    "pairs",
+    "pair_id",
+    "iterations",
+    "warmup_iterations",
+    "window",
+    "lat_kind",
+    "lat_us_min",
+    "lat_us_p50",
+    "lat_us_p90",
+    "lat_us_p99",
+    "lat_us_p999",
+    "lat_us_max",
+    "lat_us_mean",
+    "lat_us_stdev",
+    "bw_gbit_s",
+    "bw_mbyte_s",
+    "msg_rate_per_s",
+    "link_pct",
+    "start_skew_us",
+    "fairness",
+    "duration_s",
+    "host",
+    "peer",
+    "cpu",
+    "numa_node",
+    "status",
+    "flags",
+    "error",
+)
+
+# Columns the driver adds to every row of data.csv.
+DRIVER_COLUMNS: tuple[str, ...] = ("run_id", "repetition")
+
+INT_COLUMNS = frozenset(
+    {"schema_version", "msg_size_bytes", "pairs", "iterations", "warmup_iterations", "window",
+     "cpu", "numa_node"}
+)
+FLOAT_COLUMNS = frozenset(
+    {"lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999", "lat_us_max",
+     "lat_us_mean", "lat_us_stdev", "bw_gbit_s", "bw_mbyte_s", "msg_rate_per_s", "link_pct",
+     "start_skew_us", "fairness", "duration_s"}
+)
+NUMERIC_COLUMNS = INT_COLUMNS | FLOAT_COLUMNS
+# Needed to identify a row; everything else may be empty.
+KEY_COLUMNS = ("schema_version", "layer", "test", "msg_size_bytes", "pairs", "pair_id", "status")
+
+
+def parse_print_schema(text: str) -> tuple[int, list[str]]:
+    """Parse `--print-schema` output: 'pairbench-schema N' then 'name<TAB>description' lines."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        raise UsageError("--print-schema printed nothing")
+    head = lines[0].split()
+    if len(head) != 2 or head[0] != "pairbench-schema" or not head[1].isdigit():
+        raise UsageError(f"--print-schema: first line is {lines[0]!r}, "
+                         "expected 'pairbench-schema N'")
+    return int(head[1]), [ln.split("\t", 1)[0].strip() for ln in lines[1:]]
+
+
+def parse_schema_header(path: Path) -> tuple[int, list[str]]:
+    """Parse core/pb_schema.h (version and X(name, ...) entries), for the consistency test."""
+    import re
+
+    text = path.read_text()
+    m = re.search(r"#define\s+PB_SCHEMA_VERSION\s+(\d+)", text)
+    if not m:
+        raise UsageError(f"{path}: no PB_SCHEMA_VERSION")
+    names = re.findall(r"^\s*X\((\w+),", text, flags=re.M)
+    return int(m.group(1)), names
+
+
+def read_binary_schema(binary: Path | str, timeout_s: float = 30.0) -> tuple[int, list[str]]:
+    """Run `BINARY --print-schema` and parse it."""
+    try:
+        proc = subprocess.run([str(binary), "--print-schema"], capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"cannot run {binary} --print-schema: {exc}") from None
+    if proc.returncode != 0:
+        raise UsageError(f"{binary} --print-schema exited {proc.returncode}: "
+                         f"{proc.stderr.strip()[-200:]}")
+    return parse_print_schema(proc.stdout)
+
+
+def check_schema(version: int, columns: list[str], where: str) -> None:
+    """Raise UsageError if a schema differs from the one this driver reads."""
+    if version != SCHEMA_VERSION:
+        raise UsageError(f"{where}: schema_version {version}, this driver reads {SCHEMA_VERSION}")
+    if list(columns) != list(COLUMNS):
+        missing = [c for c in COLUMNS if c not in columns]
+        extra = [c for c in columns if c not in COLUMNS]
+        raise UsageError(f"{where}: column list differs from the driver's "
+                         f"(missing {missing or 'none'}, unexpected {extra or 'none'})")
+
+
+def read_csv_text(path: Path) -> pd.DataFrame:
+    """Read a CSV with every cell as a string ('' for empty)."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
+    except pd.errors.EmptyDataError:
+        raise UsageError(f"{path}: empty CSV file") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"{path}: not a readable CSV ({first})") from None
+
+
+def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Check a string-typed frame against the contract; return it with numeric columns typed.
+
+    Numeric columns become float (NaN = empty cell = does not apply); pair_id stays a string
+    ('all' or an integer); repetition becomes int (1 when absent).
+    """
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise UsageError(f"{where}: missing column(s) {', '.join(missing)}")
+    if df.empty:
+        raise UsageError(f"{where}: no data rows")
+    versions = set(df["schema_version"].str.strip())
+    if versions != {str(SCHEMA_VERSION)}:
+        other = sorted(v for v in versions if v != str(SCHEMA_VERSION))
+        raise UsageError(f"{where}: schema_version {', '.join(repr(v) for v in other)}, "
+                         f"this driver reads {SCHEMA_VERSION}")
+    out = df.copy()
+    for col in KEY_COLUMNS:
+        empty = out[col].str.strip() == ""
+        if empty.any():
+            row = int(empty.idxmax()) + 2
+            raise UsageError(f"{where}: empty {col} in line {row}")
+    for col in sorted(NUMERIC_COLUMNS):
+        cells = out[col].str.strip()
+        num = pd.to_numeric(cells.where(cells != "", None), errors="coerce")
+        bad = (cells != "") & num.isna()
+        if bad.any():
+            i = int(bad.idxmax())
+            raise UsageError(f"{where}: non-numeric cell {cells[i]!r} in column {col}, "
+                             f"line {i + 2}")
+        out[col] = num.astype(float)
+    pid = out["pair_id"].str.strip()
+    bad = ~(pid.eq("all") | pid.str.fullmatch(r"\d+"))
+    if bad.any():
+        i = int(bad.idxmax())
+        raise UsageError(f"{where}: pair_id {pid[i]!r} in line {i + 2} is neither an integer "
+                         "nor 'all'")
+    out["pair_id"] = pid
+    bad = ~out["status"].isin(["ok", "error"])
+    if bad.any():
+        i = int(bad.idxmax())
+        raise UsageError(f"{where}: status {out['status'][i]!r} in line {i + 2} "
+                         "(expected ok or error)")
+    if "repetition" in out.columns:
+        rep = pd.to_numeric(out["repetition"].str.strip(), errors="coerce")
+        if rep.isna().any():
+            i = int(rep.isna().idxmax())
+            raise UsageError(f"{where}: non-numeric repetition in line {i + 2}")
+        out["repetition"] = rep.astype(int)
+    else:
+        out["repetition"] = 1
+    if "run_id" not in out.columns:
+        out["run_id"] = ""
+    return out
+
+
+def find_data_csv(run: Path) -> Path:
+    """RUN is a run directory holding data.csv, or a CSV file."""
+    if not run.exists():
+        raise UsageError(f"{run}: no such file or directory")
+    if run.is_dir():
+        csv = run / "data.csv"
+        if not csv.is_file():
+            raise UsageError(f"{run}: not a run directory (no data.csv)")
+        return csv
+    return run
+
+
+def load_run(run: Path | str) -> pd.DataFrame:
+    """Load and validate the data of a run directory (or a CSV file)."""
+    csv = find_data_csv(Path(run))
+    return validate_frame(read_csv_text(csv), str(csv))
+
+
+def load_metadata(run: Path | str) -> dict:
+    """metadata.json of a run directory ({} when absent or when RUN is a CSV file)."""
+    import json
+
+    p = Path(run)
+    meta = p / "metadata.json" if p.is_dir() else p.with_name("metadata.json")
+    if not meta.is_file():
+        return {}
+    try:
+        data = json.loads(meta.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{meta}: unreadable metadata ({exc})") from None
+    return data if isinstance(data, dict) else {}
