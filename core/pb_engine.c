@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "pb_engine.h"
+
+#include "pb_clock.h"
+#include "pb_log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pb_engine_bufs {
+	uint64_t *samples_ns;
+	double *samples_us;
+	struct pb_hist *hist;
+	struct pb_hist *merged;
+	struct pb_pair_result *res;
+	struct pb_row *rows;
+};
+
+int pb_sink_write(struct pb_sink *sink, const struct pb_row *rows, unsigned n)
+{
+	if (sink->csv && !sink->header_done && pb_csv_write_header(sink->csv))
+		return -EIO;
+	if (sink->table && !sink->header_done)
+		pb_result_print_table(sink->table, rows, 0, true);
+	sink->header_done = true;
+	for (unsigned i = 0; i < n; i++) {
+		if (sink->csv && pb_csv_write_row(sink->csv, &rows[i]))
+			return -EIO;
+	}
+	if (sink->table)
+		pb_result_print_table(sink->table, rows, n, false);
+	sink->rows_written += n;
+	return 0;
+}
+
+static void pb_engine_point(const struct pb_engine_params *p, uint64_t size,
+			    struct pb_point_desc *pt)
+{
+	pt->layer = p->layer;
+	pt->test = p->test;
+	pt->variant = p->variant;
+	pt->lat_kind = p->lat_kind;
+	pt->msg_size_bytes = size;
+	pt->pairs = p->pairs;
+	pt->link_gbit_s = p->link_gbit_s;
+}
+
+/* Leader: error rows (one per pair and the aggregate) for a point that did not run. */
+static int pb_engine_error_rows(const struct pb_engine_params *p, uint64_t size,
+				const struct pb_engine_role *role, const char *why,
+				struct pb_engine_bufs *b, struct pb_sink *sink)
+{
+	struct pb_point_desc pt;
+
+	pb_engine_point(p, size, &pt);
+	for (unsigned i = 0; i < p->pairs; i++) {
+		memset(&b->res[i], 0, sizeof(b->res[i]));
+		b->res[i].pair_id = i;
+		b->res[i].cpu = b->res[i].numa_node = -1;
+		snprintf(b->res[i].host, sizeof(b->res[i].host), "%s", role->host ? role->host : "");
+		pb_result_fail(&b->res[i], -ECANCELED, "%s", why);
+	}
+	pb_result_rows(&pt, b->res, p->pairs, NULL, 0, b->rows);
+	return pb_sink_write(sink, b->rows, p->pairs + 1);
+}
+
+static void pb_engine_fill_result(const struct pb_engine_params *p,
+				  const struct pb_engine_role *role, const struct pb_timed *t,
+				  int rc, struct pb_pair_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->pair_id = role->pair_id;
+	r->cpu = role->cpu;
+	r->numa_node = role->numa_node;
+	r->iterations = t->done;
+	r->warmup_iterations = p->warmup;
+	r->window = p->window;
+	r->bytes = t->bytes;
+	r->messages = t->messages;
+	r->start_ns = t->start_ns;
+	r->end_ns = t->end_ns;
+	r->has_bw = t->has_bw;
+	snprintf(r->host, sizeof(r->host), "%s", role->host ? role->host : "");
+	snprintf(r->peer, sizeof(r->peer), "%s", role->peer ? role->peer : "");
+	snprintf(r->flags, sizeof(r->flags), "%s", t->flags);
+	if (rc)
+		pb_result_fail(r, rc, "%s", t->error[0] ? t->error : strerror(-rc));
+}
+
+/* Latency statistics of this process (µs); fills b->samples_us for publishing. */
+static int pb_engine_lat_stats(const struct pb_timed *t, bool duration, struct pb_engine_bufs *b,
+			       struct pb_pair_result *r)
+{
+	int rc;
+
+	if (duration) {
+		rc = pb_hist_stats(b->hist, &r->lat_us);
+		pb_stats_scale(&r->lat_us, 1e-3);
+		if (!rc && !strstr(r->flags, "histogram"))
+			snprintf(r->flags + strlen(r->flags), sizeof(r->flags) - strlen(r->flags), "%shistogram",
+				 r->flags[0] ? ";" : "");
+	} else {
+		for (uint64_t i = 0; i < t->done; i++)
+			b->samples_us[i] = (double)t->samples_ns[i] / 1e3;
+		/* Stats on a copy: the published samples stay in time order. */
+		double *tmp = malloc((t->done ? t->done : 1) * sizeof(*tmp));
+
+		if (!tmp)
+			return -ENOMEM;
+		memcpy(tmp, b->samples_us, t->done * sizeof(*tmp));
+		rc = pb_stats_compute(tmp, t->done, &r->lat_us);
+		free(tmp);
+	}
+	if (rc)
+		return rc;
+	r->has_lat = 1;
+	return 0;
+}
+
+static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engine_role *role,
+			 const struct pb_meet_ops *meet, void *mctx, const struct pb_test_ops *test,
+			 void *tctx, uint64_t size, struct pb_engine_bufs *b, struct pb_sink *sink,
+			 char *why, size_t whylen)
+{
+	bool duration = p->duration_s > 0;
+	struct pb_timed t = { .msg_size_bytes = size, .iterations = p->iterations };
+	struct pb_pair_result mine;
+	uint64_t exit_ns;
+	int rc = 0, crc;
+
+	if (test->prepare)
+		rc = test->prepare(tctx, size);
+	if (!rc && test->warmup)
+		rc = test->warmup(tctx, size, p->warmup);
+	if (rc)
+		snprintf(t.error, sizeof(t.error), "set-up/warm-up at %llu B failed: %s",
+			 (unsigned long long)size, strerror(-rc));
+	if (!rc) {
+		rc = meet->barrier(mctx, &exit_ns);
+		if (rc)
+			snprintf(t.error, sizeof(t.error), "start barrier at %llu B failed: %s",
+				 (unsigned long long)size, strerror(-rc));
+	}
+	if (!rc) {
+		if (duration) {
+			pb_hist_init(b->hist);
+			t.hist = b->hist;
+			t.end_by_ns = pb_clock_now_ns() + (uint64_t)(p->duration_s * 1e9);
+		} else {
+			t.samples_ns = b->samples_ns;
+		}
+		rc = test->timed(tctx, &t);
+	}
+	if (!rc && test->finish)
+		rc = test->finish(tctx, size);
+	pb_engine_fill_result(p, role, &t, rc, &mine);
+	if (!rc && t.has_lat && role->measuring)
+		rc = pb_engine_lat_stats(&t, duration, b, &mine);
+	if (rc) {
+		if (!mine.status)
+			pb_result_fail(&mine, rc, "latency statistics failed: %s", strerror(-rc));
+		snprintf(why, whylen, "pair %u at %llu B: %s", role->pair_id,
+			 (unsigned long long)size, mine.error);
+		meet->fail(mctx, why);
+	}
+	if (role->measuring) {
+		crc = meet->publish(mctx, &mine, mine.has_lat && !duration ? b->samples_us : NULL,
+				    mine.has_lat && !duration ? t.done : 0,
+				    mine.has_lat && duration ? b->hist : NULL);
+		if (crc && !rc)
+			rc = crc;
+	}
+	double *pooled = NULL;
+	size_t n_pooled = 0;
+
+	pb_hist_init(b->merged);
+	crc = meet->collect(mctx, b->res, p->pairs, &pooled, &n_pooled, b->merged);
+	if (crc && !rc) {
+		rc = crc;
+		snprintf(why, whylen, "collecting results at %llu B failed: %s",
+			 (unsigned long long)size, strerror(-crc));
+	}
+	if (role->leader) {
+		struct pb_point_desc pt;
+
+		if (crc)
+			return pb_engine_error_rows(p, size, role, why, b, sink) ? -EIO : rc;
+		pb_engine_point(p, size, &pt);
+		if (duration && b->merged->count && !n_pooled) {
+			/* Aggregate from the merged histogram: hand it over as one "pair". */
+			pb_result_rows(&pt, b->res, p->pairs, NULL, 0, b->rows);
+			struct pb_stats st;
+
+			if (pb_hist_stats(b->merged, &st) == 0 && !strcmp(b->rows[p->pairs].cell[PB_COL_status], "ok")) {
+				pb_stats_scale(&st, 1e-3);
+				pb_row_set_lat_stats(&b->rows[p->pairs], &st);
+				pb_row_add_flag(&b->rows[p->pairs], "histogram");
+			}
+		} else {
+			pb_result_rows(&pt, b->res, p->pairs, pooled, n_pooled, b->rows);
+		}
+		if (pb_sink_write(sink, b->rows, p->pairs + 1))
+			return -EIO;
+		for (unsigned i = 0; !rc && i < p->pairs; i++) {
+			if (b->res[i].status) {
+				rc = b->res[i].status;
+				snprintf(why, whylen, "pair %u at %llu B: %s", i, (unsigned long long)size,
+					 b->res[i].error);
+			}
+		}
+	}
+	return rc;
+}
+
+static void pb_engine_bufs_free(struct pb_engine_bufs *b)
+{
+	free(b->samples_ns);
+	free(b->samples_us);
+	free(b->hist);
+	free(b->merged);
+	free(b->res);
+	free(b->rows);
+}
+
+int pb_engine_run(const struct pb_engine_params *p, const struct pb_engine_role *role,
+		  const struct pb_meet_ops *meet, void *mctx, const struct pb_test_ops *test,
+		  void *tctx, struct pb_sink *sink)
+{
+	struct pb_engine_bufs b = { 0 };
+	uint64_t nsamp = p->duration_s > 0 ? 1 : p->iterations;
+	char why[512] = "";
+	int rc = 0;
+	size_t i;
+
+	if (!p->pairs || !p->n_sizes || !nsamp)
+		return -EINVAL;
+	/* Everything the timed loop touches is allocated here, before it. */
+	b.samples_ns = calloc(nsamp, sizeof(*b.samples_ns));
+	b.samples_us = calloc(nsamp, sizeof(*b.samples_us));
+	b.hist = malloc(sizeof(*b.hist));
+	b.merged = malloc(sizeof(*b.merged));
+	b.res = calloc(p->pairs, sizeof(*b.res));
+	b.rows = calloc(p->pairs + 1, sizeof(*b.rows));
+	if (!b.samples_ns || !b.samples_us || !b.hist || !b.merged || !b.res || !b.rows) {
+		pb_engine_bufs_free(&b);
+		pb_log_error("cannot allocate buffers for %llu samples", (unsigned long long)nsamp);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->n_sizes && !rc; i++)
+		rc = pb_engine_one(p, role, meet, mctx, test, tctx, p->sizes[i], &b, sink, why,
+				   sizeof(why));
+	if (rc && role->leader) {
+		char notrun[600];
+
+		snprintf(notrun, sizeof(notrun), "not run: earlier failure (%s)", why);
+		for (; i < p->n_sizes; i++)
+			pb_engine_error_rows(p, p->sizes[i], role, notrun, &b, sink);
+	}
+	pb_engine_bufs_free(&b);
+	return rc;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The measurement engine: for each message size, warm-up, start barrier,
+ * timed block, publish, and (on the leader) rows.  It knows nothing about
+ * how bytes move (struct pb_test_ops) nor how processes meet
+ * (struct pb_meet_ops): transports plug both in, unit tests use fakes.
+ *
+ * Per size, every process of the run does:
+ *   test->prepare(size)            untimed set-up (may be NULL)
+ *   test->warmup(size, warmup)     untimed (may be NULL)
+ *   meet->barrier()                all processes start together
+ *   test->timed(&t)                the timed block (samples / window)
+ *   meet->publish(result)          measuring processes only
+ *   meet->collect(...)             every process; the leader gets all results
+ *   leader: rows (pb_result_rows) -> CSV + table
+ * A failure at one size becomes error rows for that size and, with the
+ * reason "not run: ...", for every later size; the run then stops.
+ */
+#ifndef PB_ENGINE_H
+#define PB_ENGINE_H
+
+#include "pb_hist.h"
+#include "pb_result.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One timed block.  The engine fills the inputs; the test fills the outputs. */
+struct pb_timed {
+	/* in */
+	uint64_t msg_size_bytes;
+	uint64_t iterations;     /* iteration mode: exactly this many */
+	uint64_t end_by_ns;      /* duration mode (!= 0): stop at this pb_clock_now_ns() */
+	uint64_t *samples_ns;    /* latency, iteration mode: room for `iterations` samples */
+	struct pb_hist *hist;    /* latency, duration mode: add samples here */
+	/* out */
+	uint64_t done;           /* iterations (or messages) completed */
+	uint64_t start_ns, end_ns;
+	uint64_t bytes, messages;
+	bool has_lat, has_bw;    /* which of the above this process measured */
+	char flags[64];
+	char error[256];         /* set with a negative return */
+};
+
+struct pb_test_ops {
+	/* Each returns 0 or a negative errno (timed: with t->error set). */
+	int (*prepare)(void *tctx, uint64_t msg_size_bytes);
+	int (*warmup)(void *tctx, uint64_t msg_size_bytes, uint64_t iterations);
+	int (*timed)(void *tctx, struct pb_timed *t);
+	int (*finish)(void *tctx, uint64_t msg_size_bytes);
+};
+
+struct pb_meet_ops {
+	/* All processes of the run; stores the local exit time. 0 or -errno. */
+	int (*barrier)(void *mctx, uint64_t *exit_ns);
+	/* Measuring processes: hand over this point's result (and latency samples, µs, or hist). */
+	int (*publish)(void *mctx, const struct pb_pair_result *r, const double *samples_us,
+		       size_t n_samples, const struct pb_hist *hist);
+	/*
+	 * Every process calls it after publishing (it may synchronise).  On the
+	 * leader it fills res[0..pairs) (indexed by pair_id) and the pooled
+	 * samples (*pooled_us, *n_pooled; owned by mctx) or merged histogram.
+	 */
+	int (*collect)(void *mctx, struct pb_pair_result *res, unsigned pairs, double **pooled_us,
+		       size_t *n_pooled, struct pb_hist *merged);
+	/* This process failed: make every other process's waits return an error. */
+	void (*fail)(void *mctx, const char *reason);
+};
+
+struct pb_engine_params {
+	const char *layer, *test, *variant, *lat_kind;
+	const uint64_t *sizes;
+	size_t n_sizes;
+	uint64_t iterations;
+	uint64_t warmup;
+	double duration_s;       /* 0 = iteration mode */
+	uint64_t window;         /* recorded in rows; 0 = n/a */
+	unsigned pairs;
+	double link_gbit_s;      /* capacity for link_pct and the above-link flag; 0 = unknown */
+};
+
+struct pb_engine_role {
+	bool measuring;          /* publishes a result for pair_id */
+	bool leader;             /* builds and writes the rows */
+	unsigned pair_id;
+	int cpu, numa_node;      /* where this process runs (-1 unknown) */
+	const char *host, *peer;
+};
+
+struct pb_sink {
+	FILE *csv;               /* CSV rows; header written before the first row */
+	FILE *table;             /* human table; NULL = none */
+	bool header_done;
+	unsigned rows_written;
+};
+
+/*
+ * Run every size.  Returns 0 when every point succeeded, otherwise the
+ * first negative errno (the leader has written error rows for it).
+ */
+int pb_engine_run(const struct pb_engine_params *p, const struct pb_engine_role *role,
+		  const struct pb_meet_ops *meet, void *mctx, const struct pb_test_ops *test,
+		  void *tctx, struct pb_sink *sink);
+
+/* Write rows to a sink (header first if needed). Returns 0 or -EIO. */
+int pb_sink_write(struct pb_sink *sink, const struct pb_row *rows, unsigned n);
+
+#endif

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "pb_opts.h"
+#include "pb_common.h"
+#include "pb_log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, char *err,
+			     size_t errlen)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!*text || !isdigit((unsigned char)*text)) {
+		snprintf(err, errlen, "'%s' is not a non-negative integer", text);
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno == ERANGE) {
+		snprintf(err, errlen, "'%s' is too large", text);
+		return -EINVAL;
+	}
+	if (suffixes && *end) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		default: break;
+		}
+		if (shift)
+			end++;
+	}
+	if (*end) {
+		snprintf(err, errlen, "'%s' has trailing characters '%s'%s", text, end,
+			 suffixes ? " (suffixes: K, M, G)" : "");
+		return -EINVAL;
+	}
+	if (shift && v > (UINT64_MAX >> shift)) {
+		snprintf(err, errlen, "'%s' is too large", text);
+		return -EINVAL;
+	}
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int pb_parse_size(const char *text, uint64_t *out, char *err, size_t errlen)
+{
+	return pb_parse_u64_text(text, true, out, err, errlen);
+}
+
+static int pb_list_push(struct pb_u64_list *l, uint64_t v, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->v[i] == v) {
+			snprintf(err, errlen, "value %llu is listed twice", (unsigned long long)v);
+			return -EINVAL;
+		}
+	}
+	if (l->n == PB_LIST_MAX) {
+		snprintf(err, errlen, "more than %d values", PB_LIST_MAX);
+		return -EINVAL;
+	}
+	l->v[l->n++] = v;
+	return 0;
+}
+
+static int pb_parse_list_item(char *item, bool suffixes, struct pb_u64_list *out, char *err,
+			      size_t errlen)
+{
+	char *colon = strchr(item, ':');
+	uint64_t lo, hi;
+	int rc;
+
+	if (!colon) {
+		rc = pb_parse_u64_text(item, suffixes, &lo, err, errlen);
+		return rc ? rc : pb_list_push(out, lo, err, errlen);
+	}
+	*colon = '\0';
+	rc = pb_parse_u64_text(item, suffixes, &lo, err, errlen);
+	if (!rc)
+		rc = pb_parse_u64_text(colon + 1, suffixes, &hi, err, errlen);
+	if (rc)
+		return rc;
+	if (lo == 0 || hi < lo) {
+		snprintf(err, errlen, "range '%s:%s' must satisfy 0 < lo <= hi", item, colon + 1);
+		return -EINVAL;
+	}
+	for (uint64_t v = lo; v <= hi; v *= 2) {
+		rc = pb_list_push(out, v, err, errlen);
+		if (rc || v > UINT64_MAX / 2)
+			return rc;
+	}
+	return 0;
+}
+
+int pb_parse_size_list(const char *text, bool suffixes, struct pb_u64_list *out, char *err,
+		       size_t errlen)
+{
+	char buf[1024], *save = NULL, *item;
+	int rc;
+
+	out->n = 0;
+	if (strlen(text) >= sizeof(buf) || !*text) {
+		snprintf(err, errlen, "'%s' is empty or too long", text);
+		return -EINVAL;
+	}
+	if (text[strlen(text) - 1] == ',' || text[0] == ',' || strstr(text, ",,")) {
+		snprintf(err, errlen, "'%s' has an empty list item", text);
+		return -EINVAL;
+	}
+	strcpy(buf, text);
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		rc = pb_parse_list_item(item, suffixes, out, err, errlen);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static bool pb_opt_has_range(const struct pb_opt *o)
+{
+	return !(o->min == 0 && o->max == 0);
+}
+
+static void pb_opt_range_text(const struct pb_opt *o, char *buf, size_t len)
+{
+	if (o->type == PB_OPT_CHOICE) {
+		size_t off = 0;
+
+		buf[0] = '\0';
+		for (const char *const *c = o->choices; *c && off < len; c++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", c == o->choices ? "" : "|", *c);
+		return;
+	}
+	if (!pb_opt_has_range(o)) {
+		snprintf(buf, len, "any");
+		return;
+	}
+	snprintf(buf, len, "%.15g..%.15g", o->min, o->max);
+}
+
+static int pb_opt_check_range(const struct pb_opt *o, double v, char *err, size_t errlen)
+{
+	char range[256];
+
+	if (!pb_opt_has_range(o) || (v >= o->min && v <= o->max))
+		return 0;
+	pb_opt_range_text(o, range, sizeof(range));
+	snprintf(err, errlen, "%.15g is out of range (accepted: %s)", v, range);
+	return -EINVAL;
+}
+
+static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, char *err,
+			size_t errlen)
+{
+	char *field = (char *)params + o->offset;
+	uint64_t u;
+	int rc;
+
+	switch (o->type) {
+	case PB_OPT_FLAG:
+		*(bool *)field = true;
+		return 0;
+	case PB_OPT_U64:
+	case PB_OPT_SIZE:
+		rc = pb_parse_u64_text(val, o->type == PB_OPT_SIZE, &u, err, errlen);
+		if (!rc)
+			rc = pb_opt_check_range(o, (double)u, err, errlen);
+		if (!rc)
+			*(uint64_t *)field = u;
+		return rc;
+	case PB_OPT_DOUBLE: {
+		char *end;
+		double d;
+
+		errno = 0;
+		d = strtod(val, &end);
+		if (!*val || *end || errno || !isfinite(d)) {
+			snprintf(err, errlen, "'%s' is not a number", val);
+			return -EINVAL;
+		}
+		rc = pb_opt_check_range(o, d, err, errlen);
+		if (!rc)
+			*(double *)field = d;
+		return rc;
+	}
+	case PB_OPT_SIZE_LIST:
+	case PB_OPT_U64_LIST: {
+		struct pb_u64_list *l = (struct pb_u64_list *)field;
+
+		rc = pb_parse_size_list(val, o->type == PB_OPT_SIZE_LIST, l, err, errlen);
+		for (size_t i = 0; !rc && i < l->n; i++)
+			rc = pb_opt_check_range(o, (double)l->v[i], err, errlen);
+		return rc;
+	}
+	case PB_OPT_STRING:
+		if (!*val) {
+			snprintf(err, errlen, "empty value");
+			return -EINVAL;
+		}
+		*(const char **)field = val;
+		return 0;
+	case PB_OPT_CHOICE:
+		for (int i = 0; o->choices[i]; i++) {
+			if (!strcmp(o->choices[i], val)) {
+				*(int *)field = i;
+				return 0;
+			}
+		}
+		{
+			char range[256];
+
+			pb_opt_range_text(o, range, sizeof(range));
+			snprintf(err, errlen, "'%s' is not one of %s", val, range);
+		}
+		return -EINVAL;
+	}
+	return -EINVAL;
+}
+
+static const struct pb_opt *pb_opt_find(const struct pb_opt *t, size_t n, const char *name,
+					size_t name_len, char short_name)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (short_name && t[i].short_name == short_name)
+			return &t[i];
+		if (!short_name && strlen(t[i].name) == name_len && !strncmp(t[i].name, name, name_len))
+			return &t[i];
+	}
+	return NULL;
+}
+
+static int pb_opts_defaults(const struct pb_opt *t, size_t n, void *params)
+{
+	char err[256];
+
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].def || t[i].type == PB_OPT_FLAG)
+			continue;
+		if (pb_opt_store(&t[i], t[i].def, params, err, sizeof(err))) {
+			/* A bad default is a programming error, reported as such. */
+			pb_log_error("internal: default '%s' of --%s: %s", t[i].def, t[i].name, err);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int pb_opts_parse(const struct pb_opt *t, size_t n, int argc, char **argv, void *params,
+		  struct pb_opts_result *res)
+{
+	char err[512];
+	int rc = pb_opts_defaults(t, n, params);
+
+	res->set_mask = 0;
+	for (int i = 1; !rc && i < argc; i++) {
+		const char *arg = argv[i], *val = NULL, *eq;
+		const struct pb_opt *o;
+		char shown[64];
+
+		if (arg[0] != '-' || !arg[1] || (arg[1] == '-' && !arg[2])) {
+			pb_log_error("unexpected argument '%s' (options start with '-'; see --help)", arg);
+			return -EINVAL;
+		}
+		if (arg[1] == '-') {
+			eq = strchr(arg + 2, '=');
+			o = pb_opt_find(t, n, arg + 2, eq ? (size_t)(eq - arg - 2) : strlen(arg + 2), 0);
+			if (eq)
+				val = eq + 1;
+			snprintf(shown, sizeof(shown), "--%s", o ? o->name : arg + 2);
+		} else {
+			o = pb_opt_find(t, n, NULL, 0, arg[1]);
+			if (arg[2])
+				val = arg + 2;
+			snprintf(shown, sizeof(shown), "-%c", arg[1]);
+		}
+		if (!o) {
+			pb_log_error("unknown option '%s' (see --help)", arg);
+			return -EINVAL;
+		}
+		if (o->type == PB_OPT_FLAG && val) {
+			pb_log_error("option %s takes no value", shown);
+			return -EINVAL;
+		}
+		if (o->type != PB_OPT_FLAG && !val) {
+			if (i + 1 >= argc) {
+				pb_log_error("option %s needs a value (%s)", shown, o->metavar ? o->metavar : "VALUE");
+				return -EINVAL;
+			}
+			val = argv[++i];
+		}
+		rc = pb_opt_store(o, val, params, err, sizeof(err));
+		if (rc)
+			pb_log_error("invalid value for %s: %s", shown, err);
+		res->set_mask |= 1ull << (o - t);
+	}
+	return rc;
+}
+
+bool pb_opts_given(const struct pb_opt *t, size_t n, const struct pb_opts_result *res,
+		   const char *name)
+{
+	for (size_t i = 0; i < n && i < 64; i++) {
+		if (!strcmp(t[i].name, name))
+			return res->set_mask & (1ull << i);
+	}
+	return false;
+}
+
+void pb_opts_print_help(FILE *f, const char *prog, const char *summary, const struct pb_opt *t,
+			size_t n)
+{
+	fprintf(f, "usage: %s [options]\n%s\n\noptions:\n", prog, summary);
+	for (size_t i = 0; i < n; i++) {
+		const struct pb_opt *o = &t[i];
+		char left[96], range[256];
+
+		if (o->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
+				 o->type == PB_OPT_FLAG ? "" : " ", o->type == PB_OPT_FLAG ? "" : o->metavar ? o->metavar : "VALUE");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->type == PB_OPT_FLAG ? "" : " ",
+				 o->type == PB_OPT_FLAG ? "" : o->metavar ? o->metavar : "VALUE");
+		fprintf(f, "  %-30s %s", left, o->help);
+		if (o->type != PB_OPT_FLAG) {
+			pb_opt_range_text(o, range, sizeof(range));
+			if (o->type == PB_OPT_CHOICE || pb_opt_has_range(o))
+				fprintf(f, " [%s]", range);
+			fprintf(f, " (default: %s)", o->def ? o->def : "none");
+		}
+		fputc('\n', f);
+	}
+}
+
+const char *const pb_pin_policy_names[] = { "near-device", "compact", "scatter", "list", "none", NULL };

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Option parsing from one table: name, type, range, default, help.
+ * Defaults are text parsed exactly like user input, so --help prints the
+ * real default.  Invalid input is rejected with a message naming the
+ * option and the accepted range; no value is ever rewritten.
+ *
+ * Sizes: an integer with an optional binary suffix K (2^10), M (2^20) or
+ * G (2^30).  Size lists: comma-separated items, each a size or a range
+ * "lo:hi" meaning lo, 2*lo, 4*lo, ... <= hi.  Duplicates are rejected.
+ */
+#ifndef PB_OPTS_H
+#define PB_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PB_LIST_MAX 64
+
+struct pb_u64_list {
+	size_t n;
+	uint64_t v[PB_LIST_MAX];
+};
+
+enum pb_opt_type {
+	PB_OPT_FLAG,      /* bool; takes no value */
+	PB_OPT_U64,       /* uint64_t, decimal */
+	PB_OPT_SIZE,      /* uint64_t with K/M/G suffix */
+	PB_OPT_DOUBLE,    /* double */
+	PB_OPT_SIZE_LIST, /* struct pb_u64_list of sizes */
+	PB_OPT_U64_LIST,  /* struct pb_u64_list of integers (no suffix) */
+	PB_OPT_STRING,    /* const char * (points into argv or the default) */
+	PB_OPT_CHOICE,    /* int: index into choices */
+};
+
+struct pb_opt {
+	const char *name;            /* long name without "--" */
+	char short_name;             /* 0 = none */
+	enum pb_opt_type type;
+	size_t offset;               /* of the field in the caller's parameter struct */
+	const char *def;             /* default as text; NULL = none */
+	double min, max;             /* inclusive range of numbers / each list item (min == max == 0: any) */
+	const char *const *choices;  /* PB_OPT_CHOICE: NULL-terminated */
+	const char *metavar;
+	const char *help;
+};
+
+/* Result of a parse. */
+struct pb_opts_result {
+	uint64_t set_mask;   /* bit i: table[i] was given on the command line */
+};
+
+/*
+ * Parse argv into params using table[0..n).  Defaults are applied first.
+ * Returns 0, or -EINVAL after printing one error line to stderr naming
+ * the option, the value and what is accepted (the caller exits with 2).
+ */
+int pb_opts_parse(const struct pb_opt *table, size_t n, int argc, char **argv, void *params,
+		  struct pb_opts_result *res);
+
+/* True if the option with this long name was given by the user. */
+bool pb_opts_given(const struct pb_opt *table, size_t n, const struct pb_opts_result *res,
+		   const char *name);
+
+/* --help text: usage line, summary, one entry per option with its default. */
+void pb_opts_print_help(FILE *f, const char *prog, const char *summary, const struct pb_opt *table,
+			size_t n);
+
+/* Parse one size ("64K") or a size list ("1:8M,3"). Return 0 or -EINVAL with why in err. */
+int pb_parse_size(const char *text, uint64_t *out, char *err, size_t errlen);
+int pb_parse_size_list(const char *text, bool suffixes, struct pb_u64_list *out, char *err,
+		       size_t errlen);
+
+#endif

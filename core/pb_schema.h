@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The CSV contract of pairbench: the one place where the column list lives.
+ * Every executable prints it with --print-schema; the Python driver checks
+ * it.  Units are in the names: _us = microseconds, _bytes, _gbit_s = 10^9
+ * bit/s, _mbyte_s = 10^6 B/s, _per_s.  A cell that does not apply is empty.
+ */
+#ifndef PB_SCHEMA_H
+#define PB_SCHEMA_H
+
+#define PB_SCHEMA_VERSION 1
+
+/* X(name, description) — order is the CSV column order. */
+#define PB_COLUMNS(X)                                                          \
+	X(schema_version, "integer; version of this column list")             \
+	X(layer, "verbs | mpi")                                                \
+	X(test, "test name as given to --test")                                \
+	X(variant, "test variant (e.g. fadd, cswap, bidir, back_to_back); empty for the plain test") \
+	X(msg_size_bytes, "payload bytes per message (per rank for collectives)") \
+	X(pairs, "number of pairs (or ranks for collectives) running at once") \
+	X(pair_id, "integer pair index, or 'all' for the aggregate row")       \
+	X(iterations, "timed iterations of this row (messages for bandwidth); aggregate row: sum over pairs") \
+	X(warmup_iterations, "untimed iterations before the timed loop")     \
+	X(window, "outstanding operations per pair (bandwidth tests); empty for latency") \
+	X(lat_kind, "half_rtt (ping-pong / 2) | full_rtt (read, atomics) | op (one call, collectives) | empty") \
+	X(lat_us_min, "minimum per-iteration latency, microseconds")           \
+	X(lat_us_p50, "median (nearest rank), microseconds")                   \
+	X(lat_us_p90, "90th percentile (nearest rank); empty if n < 10")       \
+	X(lat_us_p99, "99th percentile (nearest rank); empty if n < 100")      \
+	X(lat_us_p999, "99.9th percentile (nearest rank); empty if n < 1000")  \
+	X(lat_us_max, "maximum per-iteration latency, microseconds")           \
+	X(lat_us_mean, "arithmetic mean, microseconds")                        \
+	X(lat_us_stdev, "sample standard deviation (n-1), microseconds, computed in double") \
+	X(bw_gbit_s, "bandwidth, 10^9 bit/s; aggregate = sum of bytes / (latest end - earliest start)") \
+	X(bw_mbyte_s, "bandwidth, 10^6 byte/s; same window as bw_gbit_s")      \
+	X(msg_rate_per_s, "messages per second over the same window")          \
+	X(link_pct, "bw_gbit_s as a percentage of the port's link rate; empty if unknown") \
+	X(start_skew_us, "latest minus earliest exit from the start barrier, microseconds") \
+	X(fairness, "Jain fairness index over per-pair bandwidth (aggregate row only)") \
+	X(duration_s, "timed window of this row, seconds")                    \
+	X(host, "host name of the measuring process")                          \
+	X(peer, "peer host (or rank) of this pair")                            \
+	X(cpu, "OS index of the PU the measuring process ran on")              \
+	X(numa_node, "NUMA node of that PU")                                   \
+	X(status, "ok | error")                                                \
+	X(flags, "measurement flags separated by ';' (e.g. above_link_rate, histogram)") \
+	X(error, "reason when status=error; empty otherwise")
+
+#define PB_COL_ENUM_(name, desc) PB_COL_##name,
+enum pb_col { PB_COLUMNS(PB_COL_ENUM_) PB_COL_COUNT };
+#undef PB_COL_ENUM_
+
+#endif

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#define _GNU_SOURCE
+#include "shm_sync.h"
+
+#include "pb_clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <unistd.h>
+
+#define SHM_SYNC_MAGIC 0x70627379u /* "pbsy" */
+#define SHM_SYNC_LINE 64
+#define SHM_SYNC_SPINS 256          /* busy polls before yielding */
+#define SHM_SYNC_LIVENESS_NS 2000000 /* check dead members every 2 ms */
+
+static inline void shm_sync_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+struct shm_sync_member {
+	alignas(SHM_SYNC_LINE) _Atomic int32_t pid; /* 0 = not joined */
+	_Atomic uint32_t arrived_gen;               /* generation this member last arrived for */
+	_Atomic uint64_t exit_ns[2];                /* exit time, indexed by generation parity */
+};
+
+struct shm_sync_hdr {
+	uint32_t magic;
+	uint32_t members;
+	uint64_t slot_bytes;   /* rounded up to a cache line */
+	uint64_t extra_bytes;
+	uint64_t total_bytes;
+	alignas(SHM_SYNC_LINE) _Atomic uint32_t arrived;
+	alignas(SHM_SYNC_LINE) _Atomic uint32_t generation;
+	alignas(SHM_SYNC_LINE) _Atomic uint32_t joined;
+	alignas(SHM_SYNC_LINE) _Atomic int32_t aborted;
+	int32_t abort_member;
+	char abort_reason[200];
+	alignas(SHM_SYNC_LINE) struct shm_sync_member member[];
+};
+
+struct shm_sync {
+	int shmid;
+	bool removed;
+	struct shm_sync_hdr *hdr;
+};
+
+static size_t shm_sync_round(size_t n)
+{
+	return (n + SHM_SYNC_LINE - 1) / SHM_SYNC_LINE * SHM_SYNC_LINE;
+}
+
+static size_t shm_sync_slots_off(unsigned members)
+{
+	return shm_sync_round(sizeof(struct shm_sync_hdr) + members * sizeof(struct shm_sync_member));
+}
+
+int shm_sync_create(unsigned members, size_t slot_bytes, size_t extra_bytes, bool remove_now,
+		    struct shm_sync **out)
+{
+	struct shm_sync *s;
+	size_t slot = shm_sync_round(slot_bytes), total;
+	void *addr;
+	int rc;
+
+	if (members == 0 || members > SHM_SYNC_MAX_MEMBERS || slot_bytes > (1ull << 30) ||
+	    extra_bytes > (1ull << 36))
+		return -EINVAL;
+	total = shm_sync_slots_off(members) + members * slot + shm_sync_round(extra_bytes);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->shmid = shmget(IPC_PRIVATE, total, IPC_CREAT | IPC_EXCL | 0600);
+	if (s->shmid < 0) {
+		rc = -errno;
+		goto err_free;
+	}
+	addr = shmat(s->shmid, NULL, 0);
+	if (addr == (void *)-1) {
+		rc = -errno;
+		goto err_rmid;
+	}
+	s->hdr = addr;
+	/* shmget zero-fills; only the header fields need values. */
+	s->hdr->magic = SHM_SYNC_MAGIC;
+	s->hdr->members = members;
+	s->hdr->slot_bytes = slot;
+	s->hdr->extra_bytes = shm_sync_round(extra_bytes);
+	s->hdr->total_bytes = total;
+	s->hdr->abort_member = -1;
+	atomic_thread_fence(memory_order_release);
+	if (remove_now && (rc = shm_sync_remove(s)))
+		goto err_detach;
+	*out = s;
+	return 0;
+
+err_detach:
+	shmdt(addr);
+err_rmid:
+	shmctl(s->shmid, IPC_RMID, NULL);
+err_free:
+	free(s);
+	return rc;
+}
+
+int shm_sync_attach(int shmid, struct shm_sync **out)
+{
+	struct shm_sync *s = calloc(1, sizeof(*s));
+	void *addr;
+
+	if (!s)
+		return -ENOMEM;
+	addr = shmat(shmid, NULL, 0);
+	if (addr == (void *)-1) {
+		int rc = -errno;
+
+		free(s);
+		return rc;
+	}
+	s->shmid = shmid;
+	s->hdr = addr;
+	atomic_thread_fence(memory_order_acquire);
+	if (s->hdr->magic != SHM_SYNC_MAGIC) {
+		shmdt(addr);
+		free(s);
+		return -EINVAL;
+	}
+	*out = s;
+	return 0;
+}
+
+int shm_sync_id(const struct shm_sync *s)
+{
+	return s->shmid;
+}
+
+unsigned shm_sync_members(const struct shm_sync *s)
+{
+	return s->hdr->members;
+}
+
+int shm_sync_join(struct shm_sync *s, unsigned member)
+{
+	int32_t expected = 0;
+
+	if (member >= s->hdr->members)
+		return -EINVAL;
+	if (!atomic_compare_exchange_strong(&s->hdr->member[member].pid, &expected, (int32_t)getpid()))
+		return -EBUSY;
+	atomic_store(&s->hdr->member[member].arrived_gen, atomic_load(&s->hdr->generation));
+	atomic_fetch_add(&s->hdr->joined, 1);
+	return 0;
+}
+
+int shm_sync_remove(struct shm_sync *s)
+{
+	if (s->removed)
+		return 0;
+	if (shmctl(s->shmid, IPC_RMID, NULL))
+		return -errno;
+	s->removed = true;
+	return 0;
+}
+
+void shm_sync_abort(struct shm_sync *s, int member, const char *reason)
+{
+	int32_t expected = 0;
+
+	/* First abort wins; its reason is the one reported. */
+	if (atomic_compare_exchange_strong(&s->hdr->aborted, &expected, 2)) {
+		s->hdr->abort_member = member;
+		snprintf(s->hdr->abort_reason, sizeof(s->hdr->abort_reason), "%s", reason ? reason : "aborted");
+		atomic_store_explicit(&s->hdr->aborted, 1, memory_order_release);
+	}
+}
+
+bool shm_sync_aborted(struct shm_sync *s, char *reason, size_t len)
+{
+	int32_t a = atomic_load_explicit(&s->hdr->aborted, memory_order_acquire);
+
+	if (!a)
+		return false;
+	if (reason && len) {
+		/* a == 2: the aborting member is still writing its reason */
+		snprintf(reason, len, "%s", a == 1 ? s->hdr->abort_reason : "aborted");
+	}
+	return true;
+}
+
+/* A joined member that has not arrived and no longer runs: abort for it. */
+static bool shm_sync_check_dead(struct shm_sync *s, uint32_t gen)
+{
+	for (unsigned m = 0; m < s->hdr->members; m++) {
+		struct shm_sync_member *mb = &s->hdr->member[m];
+		int32_t pid = atomic_load(&mb->pid);
+		char path[64], state = 0;
+		bool dead;
+
+		if (pid <= 0 || atomic_load(&mb->arrived_gen) > gen)
+			continue;
+		dead = kill(pid, 0) && errno == ESRCH;
+		if (!dead) {
+			/* A zombie still answers kill(); its /proc state says Z. */
+			snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				char buf[256];
+				ssize_t n = read(fd, buf, sizeof(buf) - 1);
+				close(fd);
+				if (n > 0) {
+					buf[n] = '\0';
+					char *rp = strrchr(buf, ')');
+					if (rp && rp[1] == ' ')
+						state = rp[2];
+				}
+			}
+			dead = state == 'Z' || state == 'X';
+		}
+		if (dead) {
+			char why[128];
+
+			snprintf(why, sizeof(why), "member %u (pid %d) died", m, pid);
+			shm_sync_abort(s, (int)m, why);
+			return true;
+		}
+	}
+	return false;
+}
+
+int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, uint64_t *exit_ns)
+{
+	struct shm_sync_hdr *h = s->hdr;
+	uint32_t gen = atomic_load_explicit(&h->generation, memory_order_acquire);
+	uint64_t start = pb_clock_now_ns(), next_check = start + SHM_SYNC_LIVENESS_NS, now;
+	unsigned spins = 0;
+
+	if (member >= h->members)
+		return -EINVAL;
+	if (atomic_load_explicit(&h->aborted, memory_order_acquire))
+		return -ECANCELED;
+	atomic_store_explicit(&h->member[member].arrived_gen, gen + 1, memory_order_relaxed);
+	if (atomic_fetch_add_explicit(&h->arrived, 1, memory_order_acq_rel) + 1 == h->members) {
+		/* Last to arrive: reset the count, then open the next generation. */
+		atomic_store_explicit(&h->arrived, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
+	} else {
+		while (atomic_load_explicit(&h->generation, memory_order_acquire) == gen) {
+			if (atomic_load_explicit(&h->aborted, memory_order_acquire))
+				return -ECANCELED;
+			if (++spins < SHM_SYNC_SPINS) {
+				shm_sync_cpu_relax();
+				continue;
+			}
+			sched_yield();
+			now = pb_clock_now_ns();
+			if (now - start > timeout_ns) {
+				char why[128];
+
+				snprintf(why, sizeof(why), "barrier deadline (%.3f s) passed at member %u",
+					 (double)timeout_ns / 1e9, member);
+				shm_sync_abort(s, (int)member, why);
+				return -ETIMEDOUT;
+			}
+			if (now >= next_check) {
+				next_check = now + SHM_SYNC_LIVENESS_NS;
+				if (shm_sync_check_dead(s, gen))
+					return -ECANCELED;
+			}
+		}
+	}
+	now = pb_clock_now_ns();
+	atomic_store_explicit(&h->member[member].exit_ns[(gen + 1) & 1], now, memory_order_relaxed);
+	if (exit_ns)
+		*exit_ns = now;
+	return 0;
+}
+
+int shm_sync_wait_joined(struct shm_sync *s, uint64_t timeout_ns)
+{
+	uint64_t start = pb_clock_now_ns();
+	int rc = 0;
+
+	while (atomic_load(&s->hdr->joined) < s->hdr->members) {
+		if (atomic_load(&s->hdr->aborted)) {
+			rc = -ECANCELED;
+			break;
+		}
+		if (pb_clock_now_ns() - start > timeout_ns) {
+			rc = -ETIMEDOUT;
+			shm_sync_abort(s, -1, "not every member attached before the deadline");
+			break;
+		}
+		sched_yield();
+	}
+	int rm = shm_sync_remove(s);
+
+	return rc ? rc : rm;
+}
+
+uint64_t shm_sync_exit_skew_ns(struct shm_sync *s)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	/* Generation g ends barrier number g; we want the one before the latest. */
+	uint32_t want = atomic_load_explicit(&s->hdr->generation, memory_order_acquire) - 1;
+
+	for (unsigned m = 0; m < s->hdr->members; m++) {
+		uint64_t t = atomic_load_explicit(&s->hdr->member[m].exit_ns[want & 1], memory_order_relaxed);
+
+		if (!t)
+			return 0;
+		if (t < lo)
+			lo = t;
+		if (t > hi)
+			hi = t;
+	}
+	return hi - lo;
+}
+
+void *shm_sync_slot(struct shm_sync *s, unsigned member)
+{
+	if (member >= s->hdr->members)
+		return NULL;
+	return (char *)s->hdr + shm_sync_slots_off(s->hdr->members) + member * s->hdr->slot_bytes;
+}
+
+void *shm_sync_extra(struct shm_sync *s)
+{
+	if (!s->hdr->extra_bytes)
+		return NULL;
+	return (char *)s->hdr + shm_sync_slots_off(s->hdr->members) +
+	       s->hdr->members * s->hdr->slot_bytes;
+}
+
+void shm_sync_detach(struct shm_sync *s)
+{
+	if (!s)
+		return;
+	if (s->hdr)
+		shmdt(s->hdr);
+	free(s);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Node-local synchronisation of the processes of one run through a System V
+ * shared-memory segment: a barrier, per-member result slots, an abort flag.
+ *
+ * The segment is created IPC_PRIVATE with mode 0600.  It is marked IPC_RMID
+ * as soon as every member is attached: right after creation when members
+ * are forked children (they inherit the mapping), or by the creator once all
+ * members joined (shm_sync_wait_joined) when they attach by id.  After that
+ * nothing can leak, even after kill -9.
+ *
+ * The barrier counts generations with C11 atomics; the arrival counter, the
+ * generation and the abort flag sit on separate cache lines.  A waiter spins
+ * briefly, then calls sched_yield() (machines may be oversubscribed).  Every
+ * wait has a deadline.  While waiting it watches the abort flag and whether
+ * the members that have not arrived are still alive, so one failed or dead
+ * member makes every other member's barrier return an error promptly.
+ */
+#ifndef SHM_SYNC_H
+#define SHM_SYNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SHM_SYNC_MAX_MEMBERS 1024
+
+struct shm_sync;
+
+/*
+ * Create and attach a segment for members processes, each with a result
+ * slot of slot_bytes, plus extra_bytes of shared space.  remove_now marks
+ * it IPC_RMID at once (use when members are forked after this call).
+ * Returns 0 or -errno (-EINVAL for bad sizes, -ENOSPC/-ENOMEM from shmget).
+ */
+int shm_sync_create(unsigned members, size_t slot_bytes, size_t extra_bytes, bool remove_now,
+		    struct shm_sync **out);
+
+/* Attach an existing segment by id (from the creator). Returns 0 or -errno. */
+int shm_sync_attach(int shmid, struct shm_sync **out);
+
+/* The segment id to pass to members that attach by id. */
+int shm_sync_id(const struct shm_sync *s);
+
+/* Number of members the segment was created for. */
+unsigned shm_sync_members(const struct shm_sync *s);
+
+/*
+ * Register the calling process as member (0..members-1): records its pid
+ * for liveness checks.  Returns 0, -EINVAL (bad index) or -EBUSY (taken).
+ */
+int shm_sync_join(struct shm_sync *s, unsigned member);
+
+/*
+ * Creator: wait until every member joined, then mark the segment IPC_RMID.
+ * Removes it on timeout too.  Returns 0, -ETIMEDOUT or -ECANCELED (aborted).
+ */
+int shm_sync_wait_joined(struct shm_sync *s, uint64_t timeout_ns);
+
+/* Mark the segment IPC_RMID (idempotent). Returns 0 or -errno. */
+int shm_sync_remove(struct shm_sync *s);
+
+/*
+ * Wait until all members arrive.  On success stores the exit time
+ * (pb_clock_now_ns) in *exit_ns when non-NULL and returns 0.  Returns
+ * -ETIMEDOUT when the deadline passed (and aborts the group), -ECANCELED
+ * when the group was aborted or a member died (reason: shm_sync_aborted).
+ */
+int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, uint64_t *exit_ns);
+
+/* Abort the group: every current and future barrier returns -ECANCELED. */
+void shm_sync_abort(struct shm_sync *s, int member, const char *reason);
+
+/* True when aborted; copies the reason into reason[0..len) when non-NULL. */
+bool shm_sync_aborted(struct shm_sync *s, char *reason, size_t len);
+
+/*
+ * Start skew: latest minus earliest member exit time, in ns, of the barrier
+ * before the most recent one (pattern: barrier, timed work, barrier, then
+ * ask for the skew of the first).  Exit times are kept per generation
+ * parity, so the value is stable until the caller enters its next barrier.
+ * Returns 0 when unknown.
+ */
+uint64_t shm_sync_exit_skew_ns(struct shm_sync *s);
+
+/* Result slot of a member (cache-line aligned, zeroed at creation). */
+void *shm_sync_slot(struct shm_sync *s, unsigned member);
+
+/* Extra shared space (cache-line aligned), or NULL when none was asked for. */
+void *shm_sync_extra(struct shm_sync *s);
+
+/* Detach and free the handle; NULL is accepted. */
+void shm_sync_detach(struct shm_sync *s);
+
+#endif

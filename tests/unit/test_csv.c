@@ -1,0 +1,2 @@
+#include "pb_test.h"
+int main(void) { TEST_DONE(); }
