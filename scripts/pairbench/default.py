@@ -1,1 +1,80 @@
-"""placeholder"""
+"""`pairbench default` (also `pairbench` with no subcommand): the embedded default run.
+
+1. verbs multi-pair sweep through the Soft-RoCE rig (the rig uses a real device when there
+   is one, else local rxe or a VM): write_lat, write_bw, read_lat; pairs 1,2,4; small sizes;
+2. MPI multi-pair sweep on this node through mpirun: latency, bw; pairs 1,2;
+3. plots and an HTML report for each; prints where everything is.
+Iteration counts are small so that it finishes in a few minutes on 2 cores without RDMA
+hardware (the emulated device costs tens of µs per operation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pairbench import plot, report, sweep
+from pairbench.errors import UsageError
+
+VERBS = ["--layer", "verbs", "--test", "write_lat,write_bw,read_lat", "--pairs", "1,2,4",
+         "--sizes", "8,128,256,4K,64K", "--iterations", "200", "--warmup", "20",
+         "--launcher", "softroce", "--timeout", "120", "--allow-oversubscribe"]
+MPI = ["--layer", "mpi", "--test", "latency,bw", "--pairs", "1,2",
+       "--sizes", "8,128,4K,64K", "--iterations", "1000", "--warmup", "100",
+       "--launcher", "mpirun", "--repetitions", "2", "--timeout", "60",
+       "--allow-oversubscribe"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results-dir", default=None, help="default <repo>/results")
+    p.add_argument("--skip-verbs", action="store_true")
+    p.add_argument("--skip-mpi", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _sweep_ns(args: list[str]) -> argparse.Namespace:
+    sp = argparse.ArgumentParser(prog="pairbench sweep")
+    sweep.add_arguments(sp)
+    return sp.parse_args(args)
+
+
+def run_default(ns: argparse.Namespace) -> int:
+    results = getattr(ns, "results_dir", None)
+    extra = (["--results-dir", results] if results else []) + (
+        ["--no-progress"] if getattr(ns, "no_progress", False) else [])
+    plan = []
+    if not getattr(ns, "skip_verbs", False):
+        plan.append(("verbs (Soft-RoCE rig)", VERBS))
+    if not getattr(ns, "skip_mpi", False):
+        plan.append(("MPI (mpirun, this node)", MPI))
+    worst = 0
+    done: list[tuple[str, Path, int]] = []
+    for label, args in plan:
+        print(f"== pairbench default: {label}: pairbench sweep {' '.join(args + extra)}",
+              file=sys.stderr, flush=True)
+        try:
+            rc, run_dir = sweep.sweep_to_dir(_sweep_ns(args + extra))
+        except UsageError as exc:
+            print(f"pairbench default: {label} not run: {exc}", file=sys.stderr)
+            worst = max(worst, exc.exit_code)
+            continue
+        worst = max(worst, rc)
+        try:
+            files = plot.plot_runs(plot.load_runs([str(run_dir)], []), run_dir / "plots")
+            print(f"plot: {len(files)} files in {run_dir / 'plots'}", file=sys.stderr)
+        except UsageError as exc:
+            print(f"pairbench default: {label}: no plots: {exc}", file=sys.stderr)
+        try:
+            report.run_report(argparse.Namespace(run=str(run_dir), base=None, out=None))
+        except UsageError as exc:
+            print(f"pairbench default: {label}: no report: {exc}", file=sys.stderr)
+        done.append((label, run_dir, rc))
+    print("\npairbench default run:")
+    for label, run_dir, rc in done:
+        state = "ok" if rc == 0 else "finished with error rows (see data.csv 'error' column)"
+        print(f"  {label}: {state}\n    data:   {run_dir / 'data.csv'}\n"
+              f"    plots:  {run_dir / 'plots'}/\n    report: {run_dir / 'report.html'}")
+    if not done:
+        print("  nothing ran (see the errors above)")
+    return worst

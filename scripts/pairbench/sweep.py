@@ -226,6 +226,11 @@ def prepare_run_dir(ns: argparse.Namespace, root: Path) -> Path:
 
 
 def run_sweep(ns: argparse.Namespace) -> int:
+    return sweep_to_dir(ns)[0]
+
+
+def sweep_to_dir(ns: argparse.Namespace) -> tuple[int, Path]:
+    """Run a sweep; return (exit code, run directory)."""
     root = repo_root()
     # Validate everything that can be validated before creating any directory.
     probe = config_from_args(ns, Path("/nonexistent-run-dir"), root)
@@ -252,9 +257,9 @@ def run_sweep(ns: argparse.Namespace) -> int:
             "fingerprint": fingerprint.gather(root)}
     atomic_write_json(run_dir / "metadata.json", meta)
     if cfg.launcher == "softroce" and not ns.rig_inner:
-        return run_softroce(ns, cfg, points, run_dir, meta, root)
+        return run_softroce(ns, cfg, points, run_dir, meta, root), run_dir
     data = execute(cfg, points, run_dir, run_id, meta, ns.fail_fast, not ns.no_progress)
-    return finish(run_dir, data, meta)
+    return finish(run_dir, data, meta), run_dir
 
 
 def inner_args(ns: argparse.Namespace, cfg: SweepConfig) -> list[str]:
