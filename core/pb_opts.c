@@ -278,7 +278,8 @@ int pb_opts_parse(const struct pb_opt *t, size_t n, int argc, char **argv, void 
 			o = pb_opt_find(t, n, NULL, 0, arg[1]);
 			if (arg[2])
 				val = arg + 2;
-			snprintf(shown, sizeof(shown), "-%c", arg[1]);
+			if (o)
+				snprintf(shown, sizeof(shown), "-%c (--%s)", arg[1], o->name);
 		}
 		if (!o) {
 			pb_log_error("unknown option '%s' (see --help)", arg);

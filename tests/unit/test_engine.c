@@ -1,2 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The engine with a fake transport: forked "pairs" meeting through
+ * shm_meet, deterministic samples and windows, so every row can be checked.
+ * Also: a failing pair gives error rows for its size and "not run" rows for
+ * the later sizes, and the run returns the error.
+ */
+#define _GNU_SOURCE
+#include "pb_engine.h"
 #include "pb_test.h"
-int main(void) { TEST_DONE(); }
+#include "shm_meet.h"
+
+#include <errno.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PAIRS 3
+#define ITERS 200
+
+struct fake {
+	unsigned pair;
+	uint64_t fail_at_size; /* 0 = never */
+	uint64_t base_ns;
+};
+
+static int fake_timed(void *ctx, struct pb_timed *t)
+{
+	struct fake *f = ctx;
+
+	if (f->fail_at_size == t->msg_size_bytes) {
+		snprintf(t->error, sizeof(t->error), "fake completion error on QP %u", 100 + f->pair);
+		return -EIO;
+	}
+	/* latency samples: pair p at size s -> (p + 1) µs + i ns */
+	for (uint64_t i = 0; i < t->iterations; i++)
+		t->samples_ns[i] = (f->pair + 1) * 1000 + i;
+	t->done = t->iterations;
+	t->has_lat = true;
+	/* a bandwidth window: pair p moves s*iters bytes in [base + p*1ms, base + (p+2)*1ms] */
+	t->has_bw = true;
+	t->bytes = t->msg_size_bytes * t->iterations;
+	t->messages = t->iterations;
+	t->start_ns = f->base_ns + f->pair * 1000000ull;
+	t->end_ns = t->start_ns + 2000000ull;
+	return 0;
+}
+
+static const struct pb_test_ops fake_ops = { .timed = fake_timed };
+
+static int run_member(struct shm_sync *s, unsigned pair, uint64_t fail_at, FILE *csv)
+{
+	static const uint64_t sizes[] = { 8, 64, 512 };
+	struct pb_engine_params p = { .layer = "verbs", .test = "fake_lat", .lat_kind = "half_rtt",
+				      .sizes = sizes, .n_sizes = 3, .iterations = ITERS,
+				      .warmup = 5, .pairs = PAIRS, .link_gbit_s = 100 };
+	struct pb_engine_role role = { .measuring = true, .leader = pair == 0, .pair_id = pair,
+				       .cpu = -1, .numa_node = -1, .host = "nodeA", .peer = "nodeB" };
+	struct fake f = { .pair = pair, .fail_at_size = fail_at, .base_ns = 1000000000ull };
+	struct pb_sink sink = { .csv = csv };
+	struct shm_meet m;
+	int rc = shm_sync_join(s, pair);
+
+	if (rc)
+		return rc;
+	shm_meet_init(&m, s, pair, PAIRS, ITERS, 5000000000ull);
+	rc = pb_engine_run(&p, &role, &shm_meet_ops, &m, &fake_ops, &f, &sink);
+	shm_meet_cleanup(&m);
+	return rc;
+}
+
+/* Runs PAIRS members (pair 0 in this process), CSV into a temp file; returns pair 0's rc. */
+static int run_group(unsigned failing_pair, uint64_t fail_at, FILE *csv, int *child_fail)
+{
+	struct shm_sync *s;
+	pid_t pid[PAIRS];
+	int rc;
+
+	CHECK_EQ_INT(shm_sync_create(PAIRS, 64, shm_meet_extra_bytes(PAIRS, ITERS), true, &s), 0);
+	for (unsigned i = 1; i < PAIRS; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0)
+			_exit(run_member(s, i, i == failing_pair ? fail_at : 0, NULL) ? 1 : 0);
+	}
+	rc = run_member(s, 0, failing_pair == 0 ? fail_at : 0, csv);
+	*child_fail = 0;
+	for (unsigned i = 1; i < PAIRS; i++) {
+		int st;
+
+		waitpid(pid[i], &st, 0);
+		*child_fail += !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	shm_sync_detach(s);
+	return rc;
+}
+
+/* Split the CSV text into rows of cells (no quoting in these rows but the error text). */
+static int field(const char *line, int col, char *out, size_t len)
+{
+	int c = 0;
+	bool q = false;
+	size_t o = 0;
+
+	for (const char *p = line; *p && *p != '\n'; p++) {
+		if (*p == '"') {
+			q = !q;
+			continue;
+		}
+		if (*p == ',' && !q) {
+			c++;
+			continue;
+		}
+		if (c == col && o + 1 < len)
+			out[o++] = *p;
+	}
+	out[o] = '\0';
+	return c + 1;
+}
+
+static char lines[64][4096];
+
+static int read_lines(FILE *f)
+{
+	int n = 0;
+
+	rewind(f);
+	while (n < 64 && fgets(lines[n], sizeof(lines[n]), f))
+		n++;
+	return n;
+}
+
+static void test_all_ok(void)
+{
+	FILE *csv = tmpfile();
+	char v[256];
+	int child_fail, n;
+
+	CHECK_EQ_INT(run_group(PAIRS, 0, csv, &child_fail), 0);
+	CHECK_EQ_INT(child_fail, 0);
+	n = read_lines(csv);
+	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 1)); /* header + (3 pairs + aggregate) per size */
+	for (int i = 0; i < n; i++)
+		CHECK_EQ_INT(field(lines[i], 0, v, sizeof(v)), PB_COL_COUNT);
+	/* size 8, pair 1: samples 2000..2199 ns -> p50 = rank 100 = 2099 ns */
+	field(lines[2], PB_COL_pair_id, v, sizeof(v));
+	CHECK_STR(v, "1");
+	field(lines[2], PB_COL_lat_us_p50, v, sizeof(v));
+	CHECK_STR(v, "2.0990");
+	field(lines[2], PB_COL_lat_us_p999, v, sizeof(v));
+	CHECK_STR(v, ""); /* 200 samples cannot support p99.9 */
+	/* aggregate: pooled 600 samples; min 1.000, max 3.199 */
+	field(lines[4], PB_COL_pair_id, v, sizeof(v));
+	CHECK_STR(v, "all");
+	field(lines[4], PB_COL_lat_us_min, v, sizeof(v));
+	CHECK_STR(v, "1.0000");
+	field(lines[4], PB_COL_lat_us_max, v, sizeof(v));
+	CHECK_STR(v, "3.1990");
+	/* window: earliest start base, latest end base + 4 ms; 3 x 8 B x 200 = 4800 B -> 9.6 Mbit/s */
+	field(lines[4], PB_COL_bw_gbit_s, v, sizeof(v));
+	CHECK_STR(v, "0.009600");
+	field(lines[4], PB_COL_start_skew_us, v, sizeof(v));
+	CHECK_STR(v, "2000.000");
+	field(lines[4], PB_COL_iterations, v, sizeof(v));
+	CHECK_STR(v, "600");
+	field(lines[4], PB_COL_status, v, sizeof(v));
+	CHECK_STR(v, "ok");
+	field(lines[1], PB_COL_host, v, sizeof(v));
+	CHECK_STR(v, "nodeA");
+	fclose(csv);
+}
+
+static void test_failing_pair(void)
+{
+	FILE *csv = tmpfile();
+	char v[256];
+	int child_fail, n, rc;
+
+	rc = run_group(2, 64, csv, &child_fail);
+	CHECK(rc != 0);
+	CHECK(child_fail >= 1);
+	n = read_lines(csv);
+	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 1)); /* still a row for every point */
+	field(lines[4], PB_COL_status, v, sizeof(v)); /* size 8 aggregate */
+	CHECK_STR(v, "ok");
+	field(lines[7], PB_COL_status, v, sizeof(v)); /* size 64, pair 2 */
+	CHECK_STR(v, "error");
+	field(lines[7], PB_COL_error, v, sizeof(v));
+	CHECK(strstr(v, "fake completion error on QP 102") != NULL);
+	field(lines[8], PB_COL_error, v, sizeof(v)); /* size 64 aggregate names the pair */
+	CHECK(strstr(v, "pair 2") != NULL);
+	field(lines[12], PB_COL_status, v, sizeof(v)); /* size 512 aggregate: not run */
+	CHECK_STR(v, "error");
+	field(lines[12], PB_COL_error, v, sizeof(v));
+	CHECK(strstr(v, "not run") != NULL);
+	fclose(csv);
+}
+
+int main(void)
+{
+	test_all_ok();
+	test_failing_pair();
+	TEST_DONE();
+}
