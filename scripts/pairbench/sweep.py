@@ -182,7 +182,7 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
                 prog.finished(label, "not run", 0.0)
                 continue
             prog.starting(label)
-            res = run_point(p, run_dir)
+            res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)))
             reason = failure_reason(res, run_dir)
             rows = collect_point(res, run_dir, run_id)
             frames.append(rows)

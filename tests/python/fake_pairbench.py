@@ -101,6 +101,9 @@ def main() -> int:
     if mode == "skip":
         print("fake-pairbench: no RDMA device found (set PB_RDMA_DEVICE)", file=sys.stderr)
         return 77
+    if os.environ.get("FAKE_PB_PIDFILE"):
+        with open(os.environ["FAKE_PB_PIDFILE"], "a") as f:
+            f.write(f"{os.getpid()}\n")
     if mode == "slow":
         time.sleep(float(os.environ.get("FAKE_PB_SLEEP", "60")))
     if mode == "fail" and os.environ.get("FAKE_PB_FAIL_TEST", a.test) == a.test:

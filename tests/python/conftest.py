@@ -1,0 +1,79 @@
+"""Shared fixtures: the fake executable, a CLI runner, and ready-made runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "scripts"
+HERE = Path(__file__).resolve().parent
+FAKE = HERE / "fake_pairbench.py"
+FAKE_RIG = HERE / "fake_rig.py"
+FAKE_SSH = HERE / "fake_ssh.py"
+
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+        timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `python -m pairbench ARGS` as a user would (scripts/ on PYTHONPATH)."""
+    full = dict(os.environ)
+    full["PYTHONPATH"] = str(SCRIPTS)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "pairbench", *args], capture_output=True,
+                          text=True, env=full, cwd=cwd, timeout=timeout, check=False)
+
+
+def assert_clean_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    """Exit 2, exactly one line on stderr, no traceback, and the line says what is wrong."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+def sweep(results: Path, *extra: str, env: dict[str, str] | None = None,
+          layer: str = "verbs", tests: str = "write_lat,write_bw", sizes: str = "8,64,1K",
+          pairs: str = "1,2", reps: str = "2") -> tuple[subprocess.CompletedProcess, Path | None]:
+    """A sweep with the fake executable; returns (process, run directory or None)."""
+    proc = cli("sweep", "--layer", layer, "--test", tests, "--sizes", sizes, "--pairs", pairs,
+               "--repetitions", reps, "--binary", str(FAKE), "--results-dir", str(results),
+               "--no-progress", *extra, env=env)
+    out = proc.stdout.strip().splitlines()
+    run_dir = Path(out[-1]) if out and Path(out[-1]).is_dir() else None
+    return proc, run_dir
+
+
+@pytest.fixture(scope="session")
+def base_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    proc, run = sweep(tmp_path_factory.mktemp("base"), env={"FAKE_PB_SEED": "1"}, reps="3")
+    assert proc.returncode == 0, proc.stderr
+    assert run is not None
+    return run
+
+
+@pytest.fixture(scope="session")
+def same_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Same configuration as base_run, different noise."""
+    proc, run = sweep(tmp_path_factory.mktemp("same"), env={"FAKE_PB_SEED": "2"}, reps="3")
+    assert proc.returncode == 0, proc.stderr
+    assert run is not None
+    return run
+
+
+@pytest.fixture(scope="session")
+def slow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Planted regression: every latency 20 % higher (bandwidth 20 % lower)."""
+    proc, run = sweep(tmp_path_factory.mktemp("slow"),
+                      env={"FAKE_PB_SEED": "3", "FAKE_PB_SCALE": "1.2"}, reps="3")
+    assert proc.returncode == 0, proc.stderr
+    assert run is not None
+    return run

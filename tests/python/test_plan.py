@@ -1,0 +1,107 @@
+"""The planning step is pure: argv lists for every launcher, built from a config."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from pairbench.errors import UsageError
+from pairbench.plan import SweepConfig, plan_sweep
+from pairbench.sizes import parse_int_list, parse_sizes, size_label
+
+
+def cfg(**kw: object) -> SweepConfig:
+    base = dict(layer="mpi", tests=("latency", "bw"), sizes=(8, 64, 1024), pairs=(1, 2, 4),
+                binary="/opt/pb/pairbench-mpi", run_dir="/r/run1", repetitions=2,
+                timeout_s=30.0)
+    base.update(kw)
+    return SweepConfig(**base)  # type: ignore[arg-type]
+
+
+def test_sizes_parse_lists_ranges_and_suffixes() -> None:
+    assert parse_sizes("8,64,1K") == [8, 64, 1024]
+    assert parse_sizes("1:16") == [1, 2, 4, 8, 16]
+    assert parse_sizes("3:20") == [4, 8, 16]
+    assert parse_sizes("1M,4k") == [4096, 1 << 20]
+    assert parse_int_list("4,1,2,2", "pairs") == [1, 2, 4]
+    assert size_label(65536) == "64 KiB" and size_label(100) == "100 B"
+    for bad in ("", "x", "8,,a", "16:8", "1T"):
+        with pytest.raises(UsageError):
+            parse_sizes(bad)
+    with pytest.raises(UsageError):
+        parse_int_list("0,1", "pairs")
+
+
+def test_plan_points_one_invocation_per_test_pairs_repetition() -> None:
+    pts = plan_sweep(cfg())
+    assert len(pts) == 2 * 2 * 3
+    assert [(p.repetition, p.test, p.pairs) for p in pts[:4]] == [
+        (1, "latency", 1), (1, "latency", 2), (1, "latency", 4), (1, "bw", 1)]
+    assert pts == plan_sweep(cfg())  # pure: same input, same plan
+    argv = list(pts[0].sides[0].argv)
+    assert argv[0] == "/opt/pb/pairbench-mpi"
+    assert argv[argv.index("--sizes") + 1] == "8,64,1024"  # all sizes in one invocation
+    assert argv[argv.index("--pairs") + 1] == "1"
+    assert argv[argv.index("--output") + 1] == "/r/run1/raw/r1-latency-p1.csv"
+    assert argv[argv.index("--env-json") + 1] == "/r/run1/raw/r1-latency-p1.env.json"
+    assert "--quiet" in argv and "--loopback" not in argv
+    assert all(isinstance(a, str) for p in pts for s in p.sides for a in s.argv)
+
+
+def test_local_verbs_gets_loopback_and_options() -> None:
+    c = cfg(layer="verbs", tests=("write_lat",), pairs=(2,), binary="/b/pairbench-verbs",
+            iterations=100, warmup=10, pin="compact", allow_oversubscribe=True,
+            exe_args=("--x", "y z"))
+    argv = list(plan_sweep(c)[0].sides[0].argv)
+    assert argv[-1] == "--loopback"
+    for pair in (["--iterations", "100"], ["--warmup", "10"], ["--pin", "compact"]):
+        i = argv.index(pair[0])
+        assert argv[i:i + 2] == pair
+    assert "--allow-oversubscribe" in argv and "y z" in argv
+
+
+def test_mpirun_argv() -> None:
+    p = plan_sweep(cfg(launcher="mpirun", as_root=True, hosts=("n1", "n2")))[2]  # pairs=4
+    argv = list(p.sides[0].argv)
+    assert argv[:6] == ["mpirun", "--oversubscribe", "-np", "8", "-H", "n1,n2"]
+    assert argv[6] == "/opt/pb/pairbench-mpi"
+    assert dict(p.env) == {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    p = plan_sweep(cfg(launcher="mpirun", as_root=False, launcher_cmd="/x/mpirun"))[0]
+    assert list(p.sides[0].argv[:4]) == ["/x/mpirun", "--oversubscribe", "-np", "2"]
+    assert p.env == ()
+    v = plan_sweep(cfg(layer="verbs", launcher="mpirun", hosts=("a", "b")))[2]
+    assert list(v.sides[0].argv[:8]) == ["mpirun", "--oversubscribe", "-np", "2", "--map-by",
+                                          "node", "-H", "a,b"]
+
+
+def test_srun_argv() -> None:
+    p = plan_sweep(cfg(launcher="srun", hosts=("c1", "c2")))[1]  # pairs=2
+    assert list(p.sides[0].argv[:6]) == ["srun", "-N2", "-n", "4", "--nodelist", "c1,c2"]
+    v = plan_sweep(cfg(layer="verbs", launcher="srun"))[0]
+    assert list(v.sides[0].argv[:5]) == ["srun", "-N2", "-n", "2", "--ntasks-per-node=1"]
+
+
+def test_ssh_argv_server_and_client_quoted() -> None:
+    c = cfg(layer="verbs", tests=("write_lat",), pairs=(2,), launcher="ssh",
+            hosts=("hostA", "hostB"), binary="/b/pairbench-verbs",
+            exe_args=("--note", "a b; rm -rf /"))
+    p = plan_sweep(c)[0]
+    server, client = (list(s.argv) for s in p.sides)
+    assert [s.role for s in p.sides] == ["server", "client"]
+    assert server[:6] == ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "hostA"]
+    assert client[5] == "hostB" and server[6] == client[6] == "--"
+    remote_server, remote_client = shlex.split(server[7]), shlex.split(client[7])
+    assert remote_server[0] == "/b/pairbench-verbs"
+    assert "a b; rm -rf /" in remote_server  # one argument, not shell syntax
+    assert remote_client[-2:] == ["--connect", "hostA"]
+    assert "--output" not in remote_server  # rows come back on the client's stdout
+    assert p.data_side.role == "client"
+
+
+@pytest.mark.parametrize("kw", [dict(launcher="ssh", hosts=("a",)), dict(layer="tcp"),
+                                dict(launcher="pbs"), dict(tests=()), dict(repetitions=0),
+                                dict(timeout_s=0)])
+def test_plan_rejects_bad_config(kw: dict) -> None:
+    with pytest.raises(UsageError):
+        plan_sweep(cfg(**kw))
