@@ -45,7 +45,8 @@ def status(ctrl: str, line: str) -> None:
 
 def setup(req: dict) -> rdmasys.Device:
     deadline = time.monotonic() + float(req["setup_timeout_s"])
-    dev = rdmasys.create_rxe(req["rxe"], req["netdev"], req["cidr"], deadline, log)
+    dev = rdmasys.create_rxe(req["rxe"], req["netdev"], req["cidr"], deadline, log,
+                             req.get("fault", ""))
     try:
         resource.setrlimit(resource.RLIMIT_MEMLOCK,
                            (resource.RLIM_INFINITY, resource.RLIM_INFINITY))

@@ -94,7 +94,10 @@ def pick_gid(dev: str, port: int, root: str = SYSFS_IB) -> tuple[int, str, str] 
             continue
         idx = int(name)
         gid = _read(f"{pdir}/gids/{name}")
-        if not gid or ipaddress.IPv6Address(gid) == ipaddress.IPv6Address("::"):
+        try:
+            if ipaddress.IPv6Address(gid) == ipaddress.IPv6Address("::"):
+                continue  # empty table slot
+        except ValueError:
             continue
         gtype = _read(f"{pdir}/gid_attrs/types/{name}")
         ip = _ipv4_from_gid(gid)
@@ -167,17 +170,22 @@ def rxe_available() -> bool:
 
 
 def create_rxe(rxe: str, netdev: str, cidr: str, deadline: float,
-               log=lambda msg: None) -> Device:
-    """modprobe rdma_rxe, dummy netdev with cidr, rxe on it, wait for ACTIVE + GID."""
-    log("loading kernel module rdma_rxe")
-    run_tool("load module rdma_rxe", ["modprobe", "rdma_rxe"])
+               log=lambda msg: None, fault: str = "") -> Device:
+    """modprobe rdma_rxe, dummy netdev with cidr, rxe on it, wait for ACTIVE + GID.
+
+    fault ("module" or "active", from $SOFTROCE_RUN_FAULT) makes that step fail on
+    purpose, so tests can check that a set-up failure is reported as such.
+    """
+    module = "rdma_rxe_injected_fault" if fault == "module" else "rdma_rxe"
+    log(f"loading kernel module {module}")
+    run_tool("load module rdma_rxe", ["modprobe", module])
     log(f"creating dummy interface {netdev} with {cidr}")
     run_tool("create dummy interface", ["ip", "link", "add", netdev, "type", "dummy"])
     run_tool("assign address", ["ip", "addr", "add", cidr, "dev", netdev])
     run_tool("bring interface up", ["ip", "link", "set", netdev, "up"])
     log(f"creating Soft-RoCE device {rxe} on {netdev}")
     run_tool("create rxe device", ["rdma", "link", "add", rxe, "type", "rxe", "netdev", netdev])
-    want_ip = cidr.split("/", 1)[0]
+    want_ip = cidr.split("/", 1)[0] if fault != "active" else "192.0.2.1 (injected fault)"
     state = ""
     while True:
         state = port_state(rxe, 1)

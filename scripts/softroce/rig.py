@@ -265,7 +265,8 @@ def mode_local_rxe(args, deadline: float, root: str) -> int:
     setup_deadline = min(deadline, time.monotonic() + args.setup_timeout)
     try:
         try:
-            dev = rdmasys.create_rxe(rxe, netdev, RXE_CIDR, setup_deadline, log)
+            dev = rdmasys.create_rxe(rxe, netdev, RXE_CIDR, setup_deadline, log,
+                                     os.environ.get("SOFTROCE_RUN_FAULT", ""))
         except rdmasys.StepError as e:
             raise RigError(f"local-rxe set-up failed at step {e}") from e
         return run_direct("local-rxe", dev, args, deadline, root)
@@ -302,7 +303,8 @@ def mode_vm(args, deadline: float, root: str) -> int:
     try:
         request = {"argv": args.command, "cwd": os.getcwd(), "env": command_env(root),
                    "setup_timeout_s": args.setup_timeout, "rxe": "rxe0",
-                   "netdev": "dummy0", "cidr": RXE_CIDR}
+                   "netdev": "dummy0", "cidr": RXE_CIDR,
+                   "fault": os.environ.get("SOFTROCE_RUN_FAULT", "")}
         with open(os.path.join(ctrl, "request.json"), "w", encoding="utf-8") as f:
             json.dump(request, f)
         argv = vng_argv(args, root, ctrl, kernel)
