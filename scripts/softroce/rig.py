@@ -16,6 +16,7 @@ import contextlib
 import glob
 import json
 import os
+import resource
 import shlex
 import shutil
 import signal
@@ -226,17 +227,26 @@ def supervise(proc: subprocess.Popen, deadline: float, tick=None) -> int:
             signal.signal(s, h)
 
 
+def raise_memlock() -> None:
+    """ulimit -l unlimited if allowed (root), else as high as the hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    for want in (resource.RLIM_INFINITY, hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, (want, want))
+            break
+        except (ValueError, OSError):
+            continue
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != resource.RLIM_INFINITY:
+        log(f"note: ulimit -l stays at {soft // 1024} KiB (cannot raise it here); "
+            "large memory registrations may fail")
+
+
 def run_direct(mode: str, dev: rdmasys.Device, args, deadline: float, root: str) -> int:
     env = command_env(root)
     env.update(dev.env(mode))
     report(mode, dev)
-    if mode == "local-rxe":
-        try:
-            import resource
-            resource.setrlimit(resource.RLIMIT_MEMLOCK,
-                               (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-        except (ValueError, OSError) as e:
-            log(f"warning: cannot raise ulimit -l ({e}); large registrations may fail")
+    raise_memlock()
     log("set-up done, running: " + shlex.join(args.command))
     try:
         proc = subprocess.Popen(args.command, env=env, start_new_session=True)
@@ -312,15 +322,21 @@ def mode_vm(args, deadline: float, root: str) -> int:
             f"({'KVM' if args.kvm else 'software emulation'}, {args.memory}, {args.cpus} cpus; "
             "typically 20-60 s)")
         t0 = time.monotonic()
-        rc = run_vm(argv, ctrl, deadline, args)
+        rc, setup_s = run_vm(argv, ctrl, deadline, args)
         status = read_status(ctrl)
-        return vm_result(rc, status, time.monotonic() - t0, args)
+        code = vm_result(rc, status, args)
+        total = time.monotonic() - t0
+        setup = f"{setup_s:.1f}" if setup_s is not None else "?"
+        log(f"vm run took {total:.1f} s: boot + set-up {setup} s, then the command; "
+            f"command exit {code}")
+        return code
     finally:
         shutil.rmtree(ctrl, ignore_errors=True)
 
 
-def run_vm(argv: list[str], ctrl: str, deadline: float, args) -> int:
-    """Run vng; its exit code, or -1 at the deadline, or -2 at the boot deadline.
+def run_vm(argv: list[str], ctrl: str, deadline: float, args) -> tuple[int, float | None]:
+    """Run vng; (its exit code, or -1 at the deadline, or -2 at the boot deadline;
+    seconds until the guest finished set-up, None if it did not).
 
     Polls the control dir: the guest's set-up marker must appear before the boot
     deadline (boot + set-up), the whole run must end before the overall deadline.
@@ -339,16 +355,22 @@ def run_vm(argv: list[str], ctrl: str, deadline: float, args) -> int:
     for t in pumps:
         t.start()
 
+    t0 = time.monotonic()
+    setup_s: float | None = None
+
     def tick() -> int | None:
         # The guest prints the device report itself (before COMMAND's stderr).
-        status = read_status(ctrl)
-        set_up = any(s.startswith(("setup-ok ", "setup-failed ")) for s in status)
-        return -2 if not set_up and time.monotonic() >= boot_deadline else None
+        nonlocal setup_s
+        if setup_s is None:
+            status = read_status(ctrl)
+            if any(s.startswith(("setup-ok ", "setup-failed ")) for s in status):
+                setup_s = time.monotonic() - t0
+        return -2 if setup_s is None and time.monotonic() >= boot_deadline else None
 
     rc = supervise(proc, deadline, tick)
     for t in pumps:
         t.join(timeout=10)
-    return rc
+    return rc, setup_s
 
 
 def pump(src, dst_fd: int) -> None:
@@ -369,7 +391,7 @@ def pump(src, dst_fd: int) -> None:
             chunk = chunk[n:]
 
 
-def vm_result(rc: int, status: list[str], elapsed: float, args) -> int:
+def vm_result(rc: int, status: list[str], args) -> int:
     booted = "booted" in status
     ok = next((s for s in status if s.startswith("setup-ok ")), None)
     failed = next((s for s in status if s.startswith("setup-failed ")), None)
@@ -397,7 +419,6 @@ def vm_result(rc: int, status: list[str], elapsed: float, args) -> int:
     code = int(done.split()[1])
     if code != rc:
         log(f"warning: vng exit {rc} differs from the command's exit {code}; using the latter")
-    log(f"vm run finished in {elapsed:.1f} s (boot + set-up + command), command exit {code}")
     return code
 
 
