@@ -13,7 +13,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-SYSFS_IB = "/sys/class/infiniband"
+# Overridable so tests can run hardware mode on a synthetic sysfs tree.
+SYSFS_IB = os.environ.get("SOFTROCE_RUN_SYSFS", "/sys/class/infiniband")
 # Set-up commands need sbin even when the caller's PATH lacks it.
 TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
