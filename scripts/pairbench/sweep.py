@@ -239,10 +239,6 @@ def sweep_to_dir(ns: argparse.Namespace) -> tuple[int, Path]:
         rig = Path(ns.launcher_cmd or root / "scripts" / "softroce-run")
         if not rig.is_file():
             raise UsageError(f"Soft-RoCE rig {rig} not found (--launcher softroce)")
-        results = Path(ns.results_dir).absolute() if ns.results_dir else root / "results"
-        if not ns.run_dir and not results.resolve().is_relative_to(root):
-            raise UsageError(f"--launcher softroce: --results-dir must be under {root} "
-                             "(the rig persists only writes there)")
         if not Path(probe.binary).is_file():
             raise UsageError(f"executable {probe.binary} not found (build it, or pass --binary)")
     else:
@@ -284,10 +280,13 @@ def inner_args(ns: argparse.Namespace, cfg: SweepConfig) -> list[str]:
 
 
 def softroce_argv(rig: str, rig_timeout_s: float, python: str, scripts_dir: str,
-                  sweep_args: list[str]) -> list[str]:
-    """scripts/softroce-run --timeout S -- env PYTHONPATH=scripts python -m pairbench ARGS."""
-    return [rig, "--timeout", f"{rig_timeout_s:g}", "--", "env", f"PYTHONPATH={scripts_dir}",
-            python, "-m", "pairbench", *sweep_args]
+                  sweep_args: list[str], rwdir: str | None = None) -> list[str]:
+    """scripts/softroce-run --timeout S [--rwdir D] -- env PYTHONPATH=scripts python -m
+    pairbench ARGS. The rig persists writes under the repo root; a run directory elsewhere
+    is passed with --rwdir."""
+    opts = ["--timeout", f"{rig_timeout_s:g}"] + (["--rwdir", rwdir] if rwdir else [])
+    return [rig, *opts, "--", "env", f"PYTHONPATH={scripts_dir}", python, "-m", "pairbench",
+            *sweep_args]
 
 
 def _tee(stream, sink_path: Path) -> threading.Thread:
@@ -308,8 +307,9 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
     """Boot the rig once and run the whole sweep inside it with the local launcher."""
     rig = str(Path(ns.launcher_cmd or root / "scripts" / "softroce-run").absolute())
     budget = ns.rig_timeout or (len(points) * (cfg.timeout_s + 15) + 600)
+    rwdir = None if run_dir.resolve().is_relative_to(root) else str(run_dir)
     argv = softroce_argv(rig, budget, sys.executable, str(Path(__file__).resolve().parents[1]),
-                         inner_args(ns, cfg))
+                         inner_args(ns, cfg), rwdir)
     (run_dir / "raw").mkdir(exist_ok=True)
     outer_fp = meta["fingerprint"]
     print(f"sweep: starting the Soft-RoCE rig for {len(points)} points (one VM boot)",
@@ -347,7 +347,9 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
         data = pd.read_csv(run_dir / "data.csv", dtype=str, keep_default_na=False, na_values=[])
     have = set(zip(data.get("test", []), data.get("pairs", []), data.get("repetition", []),
                    strict=True))
-    why = rig_error or (f"Soft-RoCE rig exited {rig_exit} before this point ran: "
+    meaning = {124: " (deadline reached)", 125: " (rig failure)", 77: " (cannot run here)"}
+    why = rig_error or (f"Soft-RoCE rig exited {rig_exit}{meaning.get(rig_exit or 0, '')} "
+                        "before this point ran: "
                         f"{last_line(run_dir / 'raw' / 'rig.stderr')}")
     missing = [error_rows(p, list(p.sizes), why, run_dir.name) for p in points
                if (p.test, str(p.pairs), str(p.repetition)) not in have]

@@ -188,10 +188,16 @@ def test_softroce_rig_failure_gives_error_rows(tmp_path: Path) -> None:
     assert df["error"].str.contains("cannot boot").all()
 
 
-def test_softroce_results_outside_repo_is_bad_input(tmp_path: Path) -> None:
+def test_softroce_results_outside_repo_use_rwdir(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
-    proc = cli("sweep", "--layer", "verbs", "--test", "write_lat", "--launcher", "softroce",
-               "--launcher-cmd", str(FAKE_RIG), "--binary", str(FAKE),
-               "--results-dir", str(tmp_path / "elsewhere"), env={"PAIRBENCH_ROOT": str(root)})
-    assert_clean_error(proc, "under")
+    count = tmp_path / "boots"
+    proc = cli("sweep", "--layer", "verbs", "--test", "write_lat", "--sizes", "8",
+               "--launcher", "softroce", "--launcher-cmd", str(FAKE_RIG), "--binary", str(FAKE),
+               "--results-dir", str(tmp_path / "elsewhere"), "--no-progress",
+               env={"PAIRBENCH_ROOT": str(root), "FAKE_RIG_COUNT": str(count)})
+    assert proc.returncode == 0, proc.stderr
+    run = Path(proc.stdout.strip().splitlines()[-1])
+    assert run.parent == tmp_path / "elsewhere"
+    rig_opts = count.read_text().split(" -- ")[0].split()
+    assert rig_opts[rig_opts.index("--rwdir") + 1] == str(run)

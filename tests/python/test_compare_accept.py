@@ -1,0 +1,171 @@
+"""compare: planted 20 % regression flagged, identical runs pass; accept pass/fail; JUnit."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cli
+from pairbench.accept import load_spec
+from pairbench.compare import Thresholds, compare_frames, load_thresholds
+from pairbench.errors import UsageError
+from pairbench.schema import load_run
+
+EXAMPLES = REPO / "examples"
+PUBLISHED = REPO / "results" / "published"
+
+
+def test_compare_flags_planted_20_percent_regression(base_run: Path, slow_run: Path,
+                                                     tmp_path: Path) -> None:
+    proc = cli("compare", str(base_run), str(slow_run), "--json", str(tmp_path / "c.json"),
+               "--markdown", str(tmp_path / "c.md"))
+    assert proc.returncode == 1, proc.stderr
+    assert "regression" in proc.stdout
+    data = json.loads((tmp_path / "c.json").read_text())
+    verdicts = {p["verdict"] for p in data["points"]}
+    assert verdicts == {"regression"}  # every metric is 17-20 % worse
+    lat = [p for p in data["points"] if p["metric"] == "lat_us_p50"]
+    assert all(1.15 < p["ratio"] < 1.25 and p["ci_low"] > 1 for p in lat)
+    assert "| verdict |" in (tmp_path / "c.md").read_text()
+    assert any("write latency" in s and "higher" in s for s in data["summary"])
+
+
+def test_compare_identical_configuration_passes(base_run: Path, same_run: Path) -> None:
+    proc = cli("compare", str(base_run), str(same_run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = cli("compare", str(base_run), str(base_run), "--format", "json")
+    assert proc.returncode == 0
+    assert {p["verdict"] for p in json.loads(proc.stdout)["points"]} == {"no change"}
+
+
+def test_improvement_is_not_a_regression(base_run: Path, slow_run: Path) -> None:
+    proc = cli("compare", str(slow_run), str(base_run), "--format", "markdown")
+    assert proc.returncode == 0 and "improvement" in proc.stdout
+
+
+def test_single_repetition_says_no_significance(tmp_path: Path, base_run: Path) -> None:
+    df = load_run(base_run)
+    one = df[df["repetition"] == 1]
+    worse = one.copy()
+    worse["lat_us_p50"] = worse["lat_us_p50"] * 1.2
+    res = compare_frames(one, worse, Thresholds(), ["lat_us_p50"])
+    assert set(res["verdict"]) == {"regression"}
+    assert res["note"].str.contains("no significance can be claimed").all()
+    assert res["n_base"].max() == 1
+
+
+def test_thresholds_from_toml_and_options(base_run: Path, slow_run: Path) -> None:
+    th = Thresholds()
+    load_thresholds(EXAMPLES / "compare-thresholds.toml", th)
+    assert th.rel("lat_us_p99") == 0.15 and th.abs("bw_gbit_s") == 0.1
+    # A 25 % relative threshold lets the planted 20 % change through.
+    proc = cli("compare", str(base_run), str(slow_run), "--rel", "all=25%")
+    assert proc.returncode == 0, proc.stdout
+    proc = cli("compare", str(base_run), str(slow_run), "--metrics", "lat_us_p50",
+               "--abs", "lat_us_p50=100")
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_published_paper002_comparison() -> None:
+    proc = cli("compare", str(PUBLISHED / "paper002-infinihost3"),
+               str(PUBLISHED / "paper002-connectx"))
+    assert proc.returncode == 0, proc.stderr
+    assert "8-pair write latency at 128 B: 6.0× lower" in proc.stdout
+    assert "1-pair read latency at 1 B: 3.3× lower" in proc.stdout
+    assert "no significance can be claimed" in proc.stdout
+
+
+def test_published_csv_matches_run_directories() -> None:
+    import pandas as pd
+
+    combined = load_run(REPO / "results" / "paper002-published.csv")
+    parts = pd.concat([load_run(PUBLISHED / d) for d in ("paper002-connectx",
+                                                        "paper002-infinihost3")])
+    assert combined.reset_index(drop=True).equals(parts.reset_index(drop=True))
+    assert combined["flags"].str.contains("published").all()
+    for d in ("paper002-connectx", "paper002-infinihost3"):
+        meta = json.loads((PUBLISHED / d / "metadata.json").read_text())
+        assert "NOT MEASURED" in meta["source"] and meta["measured_by_pairbench"] is False
+
+
+def write_spec(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "spec.toml"
+    p.write_text(text)
+    return p
+
+
+GOOD_SPEC = """
+[spec]
+name = "fake adapter"
+[[max_latency]]
+test = "write_lat"
+size_bytes = [8, 64]
+metric = "lat_us_p50"
+max_us = 1.75
+[[max_pair_scaling]]
+test = "write_lat"
+max_ratio = 1.08
+[[min_fairness]]
+test = "write_bw"
+min_fairness = 0.99
+[[min_link_pct]]
+test = "write_bw"
+min_size_bytes = "1K"
+min_pct = 3.0
+[sanity]
+max_link_pct = 100
+"""
+
+
+def test_accept_passes_good_run_and_writes_junit(base_run: Path, tmp_path: Path) -> None:
+    junit = tmp_path / "accept.xml"
+    proc = cli("accept", str(base_run), "--spec", str(write_spec(tmp_path, GOOD_SPEC)),
+               "--junit", str(junit))
+    assert proc.returncode == 0, proc.stdout
+    assert "verdict: PASS" in proc.stdout
+    suite = ET.parse(junit).getroot()
+    assert suite.tag == "testsuite" and suite.get("failures") == "0"
+    assert int(suite.get("tests")) == len(suite.findall("testcase")) > 5
+
+
+def test_accept_fails_slow_run(slow_run: Path, tmp_path: Path) -> None:
+    junit = tmp_path / "accept.xml"
+    proc = cli("accept", str(slow_run), "--spec", str(write_spec(tmp_path, GOOD_SPEC)),
+               "--junit", str(junit))
+    assert proc.returncode == 1
+    assert "verdict: FAIL" in proc.stdout and "max_latency" in proc.stdout
+    suite = ET.parse(junit).getroot()
+    assert int(suite.get("failures")) >= 1
+    assert suite.find("testcase/failure") is not None
+
+
+def test_accept_fails_without_data_and_above_link_rate(base_run: Path, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, '[[max_latency]]\ntest = "read_lat"\nsize_bytes = 8\n'
+                                'max_us = 9.0\n[sanity]\nmax_link_pct = 1.0\n')
+    proc = cli("accept", str(base_run), "--spec", str(spec))
+    assert proc.returncode == 1
+    assert "no data for this criterion" in proc.stdout
+    assert "above the link rate" in proc.stdout
+
+
+def test_example_spec_is_valid() -> None:
+    spec = load_spec(EXAMPLES / "accept-spec.toml")
+    assert spec["min_link_pct"][0]["min_size_bytes"] == 65536
+    assert len(spec["max_latency"]) == 3
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("[[max_latency]]\ntest='x'\nsize_bytes=8\nmax_us=1\ncolour='red'\n", "unknown key 'colour'"),
+    ("[[max_latency]]\ntest='x'\nsize_bytes=8\nmax_us='fast'\n", "expected a number"),
+    ("[[max_latency]]\ntest='x'\nmax_us=1\n", "missing key 'size_bytes'"),
+    ("[limits]\nx=1\n", "unknown key 'limits'"),
+    ("[[min_fairness]]\ntest=1\nmin_fairness=0.9\n", "expected a string"),
+    ("[spec]\nname='x'\n", "no criteria"),
+    ("[[max_latency]\n", "invalid TOML"),
+])
+def test_bad_spec_is_rejected(text: str, needle: str, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=needle.replace("[", r"\[")):
+        load_spec(write_spec(tmp_path, text))
