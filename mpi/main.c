@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pairbench-mpi: multi-pair MPI latency/bandwidth, loaded latency,
+ * collectives timed per iteration, and a halo exchange.  main() parses the
+ * options (messages from rank 0 only), sets up the world (mp_world.c),
+ * wraps the test's ops with watchdog deadlines and hands everything to the
+ * engine, which writes the rows on rank 0.
+ */
+#define _GNU_SOURCE
+#include "mp.h"
+
+#include "pb_csv.h"
+#include "pb_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const mp_bind_mode_names[] = { "verify", "override", NULL };
+
+static const struct pb_opt mp_opts[] = {
+	PB_COMMON_OPTS(struct mp_params, c, "latency", "1:4M", "1000"),
+	{ "window", 0, PB_OPT_U64, offsetof(struct mp_params, window), "64", 1, 4096, NULL, "N",
+	  "outstanding non-blocking messages per pair (bw, bibw, msgrate, loaded_lat streams)" },
+	{ "back-to-back", 0, PB_OPT_FLAG, offsetof(struct mp_params, back_to_back), NULL, 0, 0, NULL,
+	  NULL, "collectives/halo: time N consecutive calls without a barrier between them (IMB style; can under-report, see docs/mpi.md)" },
+	{ "root-rotate", 0, PB_OPT_FLAG, offsetof(struct mp_params, root_rotate), NULL, 0, 0, NULL,
+	  NULL, "rooted collectives: root = iteration mod ranks (default: root 0)" },
+	{ "halo-neighbours", 0, PB_OPT_U64, offsetof(struct mp_params, halo_neighbours), "4", 4, 8,
+	  NULL, "4|8", "halo: exchange with 4 (edges) or 8 (edges and corners) neighbours" },
+	{ "bind-mode", 0, PB_OPT_CHOICE, offsetof(struct mp_params, bind_mode), "verify", 0, 0,
+	  mp_bind_mode_names, "MODE",
+	  "verify: keep and record a binding made by the launcher, else apply --pin; override: always apply --pin" },
+};
+#define MP_N_OPTS (sizeof(mp_opts) / sizeof(mp_opts[0]))
+
+static const char mp_summary[] =
+	"MPI multi-pair micro-benchmarks: pairs start together (MPI_Barrier + node shm barrier),\n"
+	"side A of every pair measures on rank 0's node; collectives and halo report per-iteration\n"
+	"max over ranks.  Start with mpirun -np 2P; as root Open MPI needs\n"
+	"OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.";
+
+static const struct mp_test *const mp_families[] = { mp_tests_latency, mp_tests_bw, mp_tests_loaded,
+						     mp_tests_coll, mp_tests_halo };
+
+const struct mp_test *mp_test_find(const char *name)
+{
+	for (size_t f = 0; f < sizeof(mp_families) / sizeof(mp_families[0]); f++) {
+		for (const struct mp_test *t = mp_families[f]; t->name; t++) {
+			if (!strcmp(t->name, name))
+				return t;
+		}
+	}
+	return NULL;
+}
+
+void mp_test_list(FILE *f)
+{
+	for (size_t i = 0; i < sizeof(mp_families) / sizeof(mp_families[0]); i++) {
+		for (const struct mp_test *t = mp_families[i]; t->name; t++)
+			fprintf(f, "%-12s %s\n", t->name, t->summary);
+	}
+}
+
+/* Watchdog deadlines around the test's own phases (the meet arms its own). */
+struct mp_guard {
+	const struct pb_test_ops *inner;
+	void *ictx;
+	struct mp_ctx *ctx;
+};
+
+static int mp_guard_prepare(void *g_, uint64_t size)
+{
+	struct mp_guard *g = g_;
+
+	mp_watchdog_arm(g->ctx->wd, "set-up", g->ctx->timeout_ns);
+	return g->inner->prepare ? g->inner->prepare(g->ictx, size) : 0;
+}
+
+static int mp_guard_warmup(void *g_, uint64_t size, uint64_t iters)
+{
+	struct mp_guard *g = g_;
+
+	mp_watchdog_arm(g->ctx->wd, "the warm-up", g->ctx->timeout_ns);
+	return g->inner->warmup ? g->inner->warmup(g->ictx, size, iters) : 0;
+}
+
+static int mp_guard_timed(void *g_, struct pb_timed *t)
+{
+	struct mp_guard *g = g_;
+
+	mp_watchdog_arm(g->ctx->wd, "the timed block",
+			g->ctx->timeout_ns + (uint64_t)(g->ctx->p->c.duration_s * 1e9));
+	return g->inner->timed(g->ictx, t);
+}
+
+static int mp_guard_finish(void *g_, uint64_t size)
+{
+	struct mp_guard *g = g_;
+
+	mp_watchdog_arm(g->ctx->wd, "the finish phase", g->ctx->timeout_ns);
+	return g->inner->finish ? g->inner->finish(g->ictx, size) : 0;
+}
+
+static const struct pb_test_ops mp_guard_ops = {
+	.prepare = mp_guard_prepare,
+	.warmup = mp_guard_warmup,
+	.timed = mp_guard_timed,
+	.finish = mp_guard_finish,
+};
+
+/* Parse on every rank; only rank 0 prints (others parse with stderr muted). */
+static int mp_parse(int rank, int argc, char **argv, struct mp_params *p, struct pb_opts_result *res)
+{
+	int saved = -1, rc;
+
+	if (rank != 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		fflush(stderr);
+		saved = dup(STDERR_FILENO);
+		if (devnull >= 0) {
+			dup2(devnull, STDERR_FILENO);
+			close(devnull);
+		}
+	}
+	rc = pb_opts_parse(mp_opts, MP_N_OPTS, argc, argv, p, res);
+	if (saved >= 0) {
+		fflush(stderr);
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+	}
+	return rc;
+}
+
+/* Checks that need the test: one message, rank 0. Returns 0 or -EINVAL. */
+static int mp_validate(const struct mp_params *p, const struct mp_test *t,
+		       const struct pb_opts_result *res, char *err, size_t len)
+{
+	bool sizes_given = pb_opts_given(mp_opts, MP_N_OPTS, res, "sizes");
+
+	if (p->halo_neighbours != 4 && p->halo_neighbours != 8)
+		snprintf(err, len, "invalid value for --halo-neighbours: %llu (accepted: 4 or 8)",
+			 (unsigned long long)p->halo_neighbours);
+	else if (t->kind == MP_KIND_ALL && p->c.duration_s > 0)
+		snprintf(err, len,
+			 "--duration is not supported by --test %s (per-iteration max over ranks needs aligned samples); use -n",
+			 t->name);
+	else if (!strcmp(t->name, "barrier") && sizes_given)
+		snprintf(err, len, "--test barrier moves no payload; drop -s/--sizes");
+	else if (p->back_to_back && t->kind != MP_KIND_ALL)
+		snprintf(err, len, "--back-to-back applies to collectives and halo, not --test %s",
+			 t->name);
+	else if (p->root_rotate && (t->kind != MP_KIND_ALL || !strcmp(t->name, "halo")))
+		snprintf(err, len, "--root-rotate applies to rooted collectives, not --test %s",
+			 t->name);
+	else
+		return 0;
+	return -EINVAL;
+}
+
+static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv)
+{
+	static const uint64_t barrier_size[] = { 0 };
+	struct mp_meet *meet = NULL;
+	void *tctx = NULL;
+	FILE *csv = NULL;
+	int rc;
+
+	rc = mp_world_setup(ctx, t);
+	if (!rc)
+		rc = mp_world_report(ctx, t, argc, argv);
+	if (!rc) {
+		rc = mp_meet_create(ctx, t->kind == MP_KIND_ALL, &meet);
+		if (!rc)
+			rc = t->create(ctx, t, &tctx);
+		rc = mp_agree(ctx, rc, rc ? "cannot allocate the test's buffers" : "");
+	}
+	if (!rc && ctx->rank == 0 && ctx->p->c.output) {
+		csv = fopen(ctx->p->c.output, "w");
+		if (!csv)
+			pb_log_error("--output %s: %s", ctx->p->c.output, strerror(errno));
+	}
+	if (!rc)
+		rc = mp_agree(ctx, ctx->rank == 0 && ctx->p->c.output && !csv ? -EIO : 0, "");
+	if (!rc) {
+		bool barrier = !strcmp(t->name, "barrier");
+		struct pb_engine_params ep = {
+			.layer = "mpi", .test = t->name,
+			.variant = ctx->p->back_to_back ? "back_to_back" : NULL,
+			.lat_kind = t->lat_kind,
+			.sizes = barrier ? barrier_size : ctx->p->c.sizes.v,
+			.n_sizes = barrier ? 1 : ctx->p->c.sizes.n,
+			.iterations = ctx->p->c.iterations, .warmup = ctx->p->c.warmup,
+			.duration_s = ctx->p->c.duration_s,
+			.window = t->kind == MP_KIND_PAIR && strcmp(t->name, "latency") ? ctx->p->window : 0,
+			.pairs = ctx->pairs,
+		};
+		struct pb_engine_role role = {
+			.measuring = t->kind == MP_KIND_ALL || ctx->side == MP_SIDE_A,
+			.leader = ctx->rank == 0, .pair_id = ctx->pair_id,
+			.cpu = ctx->cpu, .numa_node = ctx->numa_node,
+			.host = ctx->host, .peer = ctx->peer_label,
+		};
+		struct pb_sink sink = { .csv = ctx->rank == 0 ? (csv ? csv : stdout) : NULL,
+					.table = ctx->rank == 0 && !ctx->p->c.quiet ? stderr : NULL };
+		struct mp_guard g = { .inner = t->ops, .ictx = tctx, .ctx = ctx };
+
+		if (!strcmp(t->name, "loaded_lat") && ctx->pairs < 2 && ctx->rank == 0)
+			pb_log_warn("loaded_lat with 1 pair has no load: the row is flagged no_load");
+		rc = pb_engine_run(&ep, &role, &mp_meet_ops, meet, &mp_guard_ops, &g, &sink);
+		mp_watchdog_arm(ctx->wd, "the final barrier", ctx->timeout_ns);
+		rc = mp_agree(ctx, rc, "");
+	}
+	if (csv && fclose(csv) && !rc) {
+		pb_log_error("--output %s: %s", ctx->p->c.output, strerror(errno));
+		rc = -EIO;
+	}
+	if (tctx)
+		t->destroy(tctx);
+	mp_meet_destroy(meet);
+	mp_world_teardown(ctx);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct mp_params p;
+	struct pb_opts_result res;
+	struct mp_ctx ctx = { .p = &p, .node_comm = MPI_COMM_NULL };
+	const struct mp_test *t = NULL;
+	char err[256] = "";
+	int rc;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
+	rc = mp_parse(ctx.rank, argc, argv, &p, &res);
+	if (!rc && !p.c.help && !p.c.print_schema && !p.c.list_tests) {
+		t = mp_test_find(p.c.test);
+		if (!t) {
+			snprintf(err, sizeof(err), "unknown --test '%s' (see --list-tests)", p.c.test);
+			rc = -EINVAL;
+		} else {
+			rc = mp_validate(&p, t, &res, err, sizeof(err));
+		}
+		if (rc && ctx.rank == 0)
+			pb_log_error("%s", err);
+	}
+	if (rc) {
+		MPI_Finalize();
+		return PB_EXIT_USAGE;
+	}
+	if (p.c.help || p.c.print_schema || p.c.list_tests) {
+		if (ctx.rank == 0 && p.c.help)
+			pb_opts_print_help(stdout, "pairbench-mpi", mp_summary, mp_opts, MP_N_OPTS);
+		else if (ctx.rank == 0 && p.c.print_schema)
+			pb_schema_print(stdout);
+		else if (ctx.rank == 0)
+			mp_test_list(stdout);
+		MPI_Finalize();
+		return PB_EXIT_OK;
+	}
+	ctx.pairs_given = pb_opts_given(mp_opts, MP_N_OPTS, &res, "pairs");
+	rc = mp_watchdog_start(&ctx.wd, ctx.rank);
+	if (!rc) {
+		mp_watchdog_arm(ctx.wd, "the start-up", (uint64_t)(p.c.timeout_s * 1e9));
+		rc = mp_run(&ctx, t, argc, argv);
+		mp_watchdog_stop(ctx.wd);
+	}
+	MPI_Finalize();
+	return pb_exit_code(rc);
+}

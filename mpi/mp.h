@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pairbench-mpi internals: the run context every test file receives (who I
+ * am, which node, which pair, the node's shm segment), the test table, and
+ * the helpers shared by the test files.  One file per test family:
+ *   mp_latency.c   latency (ping-pong, half round trip)
+ *   mp_bw.c        bw, bibw, msgrate (windowed non-blocking streams)
+ *   mp_loaded.c    loaded_lat (probe ping-pong while other pairs stream)
+ *   mp_coll.c      barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall
+ *   mp_halo.c      halo (2-D decomposition, 4 or 8 neighbours)
+ * Plumbing: mp_world.c (nodes, pairing, pinning, shm, clock offsets, env
+ * record), mp_meet.c (struct pb_meet_ops over MPI), mp_watchdog.c (deadlines).
+ */
+#ifndef MP_H
+#define MP_H
+
+#include "pb_common.h"
+#include "pb_engine.h"
+#include "shm_sync.h"
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum mp_bind_mode { MP_BIND_VERIFY, MP_BIND_OVERRIDE };
+
+struct mp_params {
+	struct pb_common_params c;
+	uint64_t window;
+	bool back_to_back;
+	bool root_rotate;
+	uint64_t halo_neighbours;
+	int bind_mode;           /* enum mp_bind_mode */
+};
+
+/* Tags of the point-to-point tests. */
+enum { MP_TAG_DATA = 1, MP_TAG_STOP = 2, MP_TAG_ACK = 3, MP_TAG_SYNC = 4 };
+
+/* Which side of a pair this rank is: A measures (always on rank 0's node). */
+enum mp_side { MP_SIDE_NONE, MP_SIDE_A, MP_SIDE_B };
+
+/* Node-shared control block (shm extra space). */
+struct mp_shared {
+	_Alignas(64) uint64_t probe_done_point; /* loaded_lat: last point the probe finished (+1) */
+};
+
+struct mp_watchdog;
+
+struct mp_ctx {
+	const struct mp_params *p;
+	int rank, size;
+	MPI_Comm node_comm;
+	int node_rank, node_size;
+	int node_id, n_nodes;        /* nodes numbered by their lowest world rank */
+	char host[64];
+	struct shm_sync *shm;
+	struct mp_shared *shared;
+	/* pair tests */
+	enum mp_side side;
+	int peer;                    /* world rank of the other side; -1 none */
+	unsigned pairs;              /* engine pairs: pairs, or ranks for collectives/halo */
+	unsigned pair_id;
+	char peer_label[96];
+	/* placement */
+	int cpu, numa_node;
+	char binding[80];            /* "launcher {0}", "pairbench PU 1", "none" */
+	uint64_t timeout_ns;
+	struct mp_watchdog *wd;
+	int64_t *clock_offset_ns;    /* rank 0 only: per rank, its clock minus rank 0's */
+	double clock_offset_err_ns;  /* largest half round trip of the offset estimates */
+	bool cross_node;             /* the job spans more than one node */
+	bool pairs_given;            /* --pairs was on the command line */
+};
+
+/* A test: name, kind, one-line summary and how to build its ops. */
+enum mp_kind { MP_KIND_PAIR, MP_KIND_ALL };
+
+struct mp_test {
+	const char *name;
+	enum mp_kind kind;
+	const char *lat_kind;        /* "half_rtt" | "op" | NULL */
+	const char *summary;
+	/* Allocate the test context; 0 or -errno. */
+	int (*create)(struct mp_ctx *ctx, const struct mp_test *t, void **tctx);
+	void (*destroy)(void *tctx);
+	const struct pb_test_ops *ops;
+	int sub;                     /* per-family selector (e.g. which collective) */
+};
+
+extern const struct mp_test mp_tests_latency[];
+extern const struct mp_test mp_tests_bw[];
+extern const struct mp_test mp_tests_loaded[];
+extern const struct mp_test mp_tests_coll[];
+extern const struct mp_test mp_tests_halo[];
+
+/* Find a test by name; NULL if unknown. */
+const struct mp_test *mp_test_find(const char *name);
+/* Print "name  summary" lines. */
+void mp_test_list(FILE *f);
+
+/* --- mp_world.c --- */
+/*
+ * Discover nodes, pair the ranks (pair tests) or number them (collectives),
+ * create/attach the node's shm segment, pin.  Every rank calls it.  Returns
+ * 0 or -errno; on error exactly one rank has printed why (usage: -EINVAL).
+ */
+int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t);
+/* Print the pairing (rank 0) and write the --env-json record. 0 or -errno. */
+int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv);
+void mp_world_teardown(struct mp_ctx *ctx);
+/*
+ * Agree on an error: every rank passes its rc and message; the lowest
+ * failing rank prints its message (one copy).  Returns the first failing
+ * rank's rc (the same on every rank), or 0.
+ */
+int mp_agree(struct mp_ctx *ctx, int rc, const char *msg);
+
+/* --- mp_meet.c --- */
+struct mp_meet;
+/* per_iter_max: the aggregate is per-iteration max over ranks (collectives, halo). */
+int mp_meet_create(struct mp_ctx *ctx, bool per_iter_max, struct mp_meet **out);
+void mp_meet_destroy(struct mp_meet *m);
+extern const struct pb_meet_ops mp_meet_ops;
+
+/* --- mp_watchdog.c --- */
+/*
+ * A thread that ends the job when a phase does not finish by its deadline
+ * (a dead or hung peer leaves MPI calls blocked forever).  It prints the
+ * phase and exits the process with status 1; mpirun then ends the job.
+ */
+int mp_watchdog_start(struct mp_watchdog **out, int rank);
+/* (Re)arm: the phase must end within ns from now. phase must be a literal. */
+void mp_watchdog_arm(struct mp_watchdog *wd, const char *phase, uint64_t ns);
+void mp_watchdog_disarm(struct mp_watchdog *wd);
+void mp_watchdog_stop(struct mp_watchdog *wd);
+
+/* --- shared loops (mp_latency.c, mp_bw.c), reused by loaded_lat --- */
+/* Ping-pong, side A: fills t (samples or histogram, window); the last message carries MP_TAG_STOP. */
+int mp_pingpong_a(struct mp_ctx *ctx, void *buf, int count, struct pb_timed *t);
+/* Ping-pong, side B: answers until a message tagged MP_TAG_STOP; *done = round trips. */
+int mp_pingpong_b(struct mp_ctx *ctx, void *buf, int count, uint64_t *done);
+/* Untimed ping-pong of exactly iters round trips (both sides). */
+int mp_pingpong_warmup(struct mp_ctx *ctx, void *buf, int count, uint64_t iters);
+
+/*
+ * Windowed stream from A to B (bidir: both ways).  A sends windows of at
+ * most `window` messages; the last window is the one where `remaining`
+ * runs out, the clock passes end_by_ns, or *stop_word >= stop_value; its
+ * messages carry MP_TAG_STOP.  ack_each: B answers every window (msgrate).
+ */
+struct mp_stream {
+	struct mp_ctx *ctx;
+	void *sbuf, *rbuf;           /* rbuf: window x size bytes (bidir / B side) */
+	int count;                   /* bytes per message */
+	int window;
+	bool bidir, ack_each;
+	MPI_Request *req;            /* 2 x window */
+	MPI_Status *st;              /* 2 x window */
+	const volatile uint64_t *stop_word;
+	uint64_t stop_value;
+};
+int mp_stream_a(struct mp_stream *s, uint64_t messages, uint64_t end_by_ns, struct pb_timed *t);
+int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done);
+/* Allocate the stream's request/status arrays for window; 0 or -ENOMEM. */
+int mp_stream_init(struct mp_stream *s, struct mp_ctx *ctx, int window, bool bidir, bool ack_each);
+void mp_stream_cleanup(struct mp_stream *s);
+
+/*
+ * Timed loop of collectives and halo: one call of op(arg, i) per iteration;
+ * default: MPI_Barrier, read clock, op, read clock (sample = this rank's
+ * call time); back_to_back: one barrier, then consecutive calls, sample i =
+ * time between the ends of call i-1 and call i (their mean = IMB's t).
+ */
+typedef void (*mp_iter_fn)(void *arg, uint64_t i);
+int mp_iter_timed(mp_iter_fn op, void *arg, bool back_to_back, struct pb_timed *t);
+/* Untimed: iters calls, then a barrier. */
+int mp_iter_warmup(mp_iter_fn op, void *arg, uint64_t iters);
+
+/* --- helpers for test files --- */
+/* Allocate a page-aligned, touched buffer; NULL on failure. */
+void *mp_buf_alloc(uint64_t bytes);
+/* MPI datatype count for bytes (MPI counts are int): fails above INT_MAX. */
+int mp_count(uint64_t bytes, int *count);
+
+#endif

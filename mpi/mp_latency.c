@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* latency: one timed iteration = side A MPI_Send of size bytes to B, B MPI_Send of size bytes
+ * back, A's MPI_Recv completes; the sample is half of that round trip (half_rtt), timed on A. */
+#include "mp.h"
+
+#include "pb_clock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct mp_lat {
+	struct mp_ctx *ctx;
+	void *buf;
+	uint64_t cap;
+};
+
+int mp_pingpong_warmup(struct mp_ctx *ctx, void *buf, int count, uint64_t iters)
+{
+	for (uint64_t i = 0; i < iters; i++) {
+		if (ctx->side == MP_SIDE_A) {
+			MPI_Send(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
+			MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+		} else {
+			MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+			MPI_Send(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
+		}
+	}
+	return 0;
+}
+
+/* Iteration mode: exactly t->iterations samples; the last ping is tagged STOP. */
+static void mp_pingpong_a_iters(struct mp_ctx *ctx, void *buf, int count, struct pb_timed *t)
+{
+	const uint64_t n = t->iterations;
+	uint64_t t0 = 0, t1 = 0;
+
+	t->start_ns = pb_clock_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		t0 = pb_clock_now_ns();
+		MPI_Send(buf, count, MPI_BYTE, ctx->peer, i + 1 == n ? MP_TAG_STOP : MP_TAG_DATA,
+			 MPI_COMM_WORLD);
+		MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		t1 = pb_clock_now_ns();
+		t->samples_ns[i] = (t1 - t0) / 2;
+	}
+	t->end_ns = t1;
+	t->done = n;
+}
+
+/* Duration mode: until end_by_ns; samples into the histogram. */
+static void mp_pingpong_a_duration(struct mp_ctx *ctx, void *buf, int count, struct pb_timed *t)
+{
+	uint64_t n = 0, t0, t1 = 0;
+	int tag;
+
+	t->start_ns = pb_clock_now_ns();
+	do {
+		t0 = pb_clock_now_ns();
+		tag = t0 >= t->end_by_ns ? MP_TAG_STOP : MP_TAG_DATA;
+		MPI_Send(buf, count, MPI_BYTE, ctx->peer, tag, MPI_COMM_WORLD);
+		MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		t1 = pb_clock_now_ns();
+		pb_hist_add(t->hist, (t1 - t0) / 2);
+		n++;
+	} while (tag != MP_TAG_STOP);
+	t->end_ns = t1;
+	t->done = n;
+}
+
+int mp_pingpong_a(struct mp_ctx *ctx, void *buf, int count, struct pb_timed *t)
+{
+	if (t->end_by_ns)
+		mp_pingpong_a_duration(ctx, buf, count, t);
+	else
+		mp_pingpong_a_iters(ctx, buf, count, t);
+	t->has_lat = true;
+	t->bytes = 2 * t->done * (uint64_t)count;
+	t->messages = 2 * t->done;
+	return 0;
+}
+
+int mp_pingpong_b(struct mp_ctx *ctx, void *buf, int count, uint64_t *done)
+{
+	MPI_Status st;
+	uint64_t n = 0;
+
+	do {
+		MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+		MPI_Send(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
+		n++;
+	} while (st.MPI_TAG != MP_TAG_STOP);
+	*done = n;
+	return 0;
+}
+
+static int mp_lat_prepare(void *tctx, uint64_t size)
+{
+	struct mp_lat *l = tctx;
+	int count;
+
+	if (mp_count(size, &count))
+		return -E2BIG;
+	if (size > l->cap) {
+		free(l->buf);
+		l->buf = mp_buf_alloc(size);
+		l->cap = l->buf ? size : 0;
+		if (!l->buf)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int mp_lat_warmup(void *tctx, uint64_t size, uint64_t iters)
+{
+	struct mp_lat *l = tctx;
+
+	return mp_pingpong_warmup(l->ctx, l->buf, (int)size, iters);
+}
+
+static int mp_lat_timed(void *tctx, struct pb_timed *t)
+{
+	struct mp_lat *l = tctx;
+
+	if (l->ctx->side == MP_SIDE_A)
+		return mp_pingpong_a(l->ctx, l->buf, (int)t->msg_size_bytes, t);
+	return mp_pingpong_b(l->ctx, l->buf, (int)t->msg_size_bytes, &t->done);
+}
+
+static int mp_lat_create(struct mp_ctx *ctx, const struct mp_test *t, void **out)
+{
+	struct mp_lat *l = calloc(1, sizeof(*l));
+
+	(void)t;
+	if (!l)
+		return -ENOMEM;
+	l->ctx = ctx;
+	*out = l;
+	return 0;
+}
+
+static void mp_lat_destroy(void *tctx)
+{
+	struct mp_lat *l = tctx;
+
+	free(l->buf);
+	free(l);
+}
+
+static const struct pb_test_ops mp_lat_ops = {
+	.prepare = mp_lat_prepare,
+	.warmup = mp_lat_warmup,
+	.timed = mp_lat_timed,
+};
+
+const struct mp_test mp_tests_latency[] = {
+	{ "latency", MP_KIND_PAIR, "half_rtt",
+	  "multi-pair ping-pong (MPI_Send/MPI_Recv), half round trip, all pairs at once",
+	  mp_lat_create, mp_lat_destroy, &mp_lat_ops, 0 },
+	{ 0 },
+};
