@@ -346,8 +346,12 @@ def run_vm(argv: list[str], ctrl: str, deadline: float, args) -> tuple[int, floa
     # regular file that truncates it and the channels overwrite each other.  Give
     # it pipes and copy them to our stdout/stderr instead.
     try:
+        # vng runs its helper virtme-run through PATH: put vng's own directory
+        # (e.g. the repo's .venv/bin) first.
+        env = dict(os.environ)
+        env["PATH"] = os.path.dirname(argv[0]) + ":" + env.get("PATH", "/usr/bin:/bin")
         proc = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except OSError as e:
         raise RigError(f"start VM: cannot run {argv[0]}: {e.strerror}") from e
     pumps = [threading.Thread(target=pump, args=(src, dst), daemon=True)
