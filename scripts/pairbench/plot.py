@@ -44,9 +44,24 @@ def run_label(run: Path, meta: dict) -> str:
 
 
 def _size_axis(ax: plt.Axes) -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
+    ax.xaxis.set_major_locator(LogLocator(base=2))
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _p: size_label(round(v)) if v >= 1 else f"{v:g}"))
+    ax.set_xlabel("message size")
     ax.grid(True, which="both", alpha=0.3)
+
+
+def _plain_log_y(ax: plt.Axes) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    # Minor ticks: label only 2x and 5x a power of ten, so labels do not overlap.
+    ax.yaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _p: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
 
 
 def _save(fig: plt.Figure, out: Path, stem: str, written: list[Path]) -> None:
@@ -92,7 +107,7 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
                 lab = f"{run}: {int(pairs)} pair(s)" if multi else f"{int(pairs)} pair(s)"
                 ax.plot(s["msg_size_bytes"], s[metric], marker="o", label=lab)
             _size_axis(ax)
-            ax.set_yscale("log")
+            _plain_log_y(ax)
             ax.set_ylabel(ylabel)
             ax.set_title(title, fontsize=10)
             ax.legend(fontsize=8)
