@@ -21,6 +21,7 @@ import os
 import resource
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,8 +46,21 @@ def status(ctrl: str, line: str) -> None:
 
 def setup(req: dict) -> rdmasys.Device:
     deadline = time.monotonic() + float(req["setup_timeout_s"])
-    dev = rdmasys.create_rxe(req["rxe"], req["netdev"], req["cidr"], deadline, log,
-                             req.get("fault", ""))
+    link = req.get("link")
+    if link:  # two-node mode: rxe on the virtio NIC that qemu joins to the peer VM
+        rdmasys.run_tool("load module virtio_net", ["modprobe", "virtio_net"])
+        netdev = rdmasys.netdev_by_mac(link["mac"], deadline)
+    else:
+        netdev = req["netdev"]
+    dev = rdmasys.create_rxe(req["rxe"], netdev, req["cidr"], deadline, log,
+                             req.get("fault", ""), create_dummy=not link)
+    if link:
+        if link.get("netem"):
+            log(f"netem on {netdev}: {link['netem']}")
+            rdmasys.run_tool("load module sch_netem", ["modprobe", "sch_netem"])
+            rdmasys.run_tool("add netem qdisc", ["tc", "qdisc", "add", "dev", netdev, "root",
+                                                 "netem", *shlex.split(link["netem"])])
+        rendezvous(link, time.monotonic() + float(link["rendezvous_timeout_s"]))
     try:
         resource.setrlimit(resource.RLIMIT_MEMLOCK,
                            (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
@@ -56,6 +70,36 @@ def setup(req: dict) -> rdmasys.Device:
         raise rdmasys.StepError("enter working directory",
                                 f"{req['cwd']} is not visible in the guest")
     return dev
+
+
+def rendezvous(link: dict, deadline: float) -> None:
+    """Both nodes set up and the link passes IP: node 0 accepts, node 1 connects."""
+    port = 7470
+    log(f"node {link['node']}: waiting for the peer {link['peer_ip']} over the link")
+    if link["node"] == 0:
+        with socket.create_server((link["ip"], port)) as srv:
+            srv.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                conn, _ = srv.accept()
+            except OSError as e:  # socket.timeout is an OSError
+                raise rdmasys.StepError("meet the peer node",
+                                        f"node 1 did not connect to {link['ip']}:{port}: {e}"
+                                        ) from e
+            with conn:
+                conn.sendall(b"go\n")
+        return
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((link["peer_ip"], port), timeout=2) as conn:
+                conn.settimeout(max(0.1, deadline - time.monotonic()))
+                if conn.recv(3) == b"go\n":
+                    return
+        except OSError as e:
+            last = str(e)
+        time.sleep(0.5)
+    raise rdmasys.StepError("meet the peer node",
+                            f"cannot reach node 0 at {link['peer_ip']}:{port}: {last}")
 
 
 def main() -> int:
@@ -75,6 +119,10 @@ def main() -> int:
         return EXIT_RIG
     env = dict(req["env"])
     env.update(dev.env("vm"))
+    if req.get("link"):
+        link = req["link"]
+        env.update(PB_NODE_INDEX=str(link["node"]), PB_NODE_COUNT="2",
+                   PB_PEER_IP=link["peer_ip"])
     status(ctrl, "setup-ok " + json.dumps(asdict(dev)))
     # Printed by the guest so that it precedes COMMAND's own stderr.
     print(f"softroce-run: mode vm: {dev.describe()}", file=sys.stderr)

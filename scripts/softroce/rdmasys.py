@@ -171,8 +171,9 @@ def rxe_available() -> bool:
 
 
 def create_rxe(rxe: str, netdev: str, cidr: str, deadline: float,
-               log=lambda msg: None, fault: str = "") -> Device:
-    """modprobe rdma_rxe, dummy netdev with cidr, rxe on it, wait for ACTIVE + GID.
+               log=lambda msg: None, fault: str = "", create_dummy: bool = True) -> Device:
+    """modprobe rdma_rxe, netdev with cidr (a new dummy one unless create_dummy is
+    False), rxe on it, wait for ACTIVE + GID.
 
     fault ("module" or "active", from $SOFTROCE_RUN_FAULT) makes that step fail on
     purpose, so tests can check that a set-up failure is reported as such.
@@ -180,8 +181,11 @@ def create_rxe(rxe: str, netdev: str, cidr: str, deadline: float,
     module = "rdma_rxe_injected_fault" if fault == "module" else "rdma_rxe"
     log(f"loading kernel module {module}")
     run_tool("load module rdma_rxe", ["modprobe", module])
-    log(f"creating dummy interface {netdev} with {cidr}")
-    run_tool("create dummy interface", ["ip", "link", "add", netdev, "type", "dummy"])
+    if create_dummy:
+        log(f"creating dummy interface {netdev} with {cidr}")
+        run_tool("create dummy interface", ["ip", "link", "add", netdev, "type", "dummy"])
+    else:
+        log(f"configuring interface {netdev} with {cidr}")
     run_tool("assign address", ["ip", "addr", "add", cidr, "dev", netdev])
     run_tool("bring interface up", ["ip", "link", "set", netdev, "up"])
     log(f"creating Soft-RoCE device {rxe} on {netdev}")
@@ -211,3 +215,20 @@ def remove_rxe(rxe: str, netdev: str) -> list[str]:
         except StepError as e:
             errors.append(str(e))
     return errors
+
+
+def netdev_by_mac(mac: str, deadline: float) -> str:
+    """Name of the network interface with this MAC address, waiting for it to appear."""
+    mac = mac.lower()
+    while True:
+        try:
+            names = sorted(os.listdir("/sys/class/net"))
+        except OSError:
+            names = []
+        for name in names:
+            if _read(f"/sys/class/net/{name}/address").lower() == mac:
+                return name
+        if time.monotonic() >= deadline:
+            raise StepError("find the link's network interface",
+                            f"no interface with MAC {mac} (seen: {', '.join(names) or 'none'})")
+        time.sleep(0.2)

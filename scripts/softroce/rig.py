@@ -448,7 +448,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--setup-timeout", type=float, default=60.0, metavar="SEC",
                    help="deadline for module load + port ACTIVE (default: %(default).0f)")
     p.add_argument("--memory", default="2G", help="vm: guest memory (default: %(default)s)")
-    p.add_argument("--cpus", type=int, default=2, help="vm: guest CPUs (default: %(default)s)")
+    p.add_argument("--cpus", type=int, default=None,
+                   help="vm: guest CPUs (default: 2; 1 per node with --nodes 2)")
+    p.add_argument("--nodes", type=int, choices=(1, 2), default=1,
+                   help="vm: 2 = two VMs joined by a virtual link, each with its own rxe0; "
+                        "COMMAND runs on both with PB_NODE_INDEX, PB_PEER_IP (default: 1)")
+    p.add_argument("--netem", metavar="SPEC",
+                   help="with --nodes 2: netem qdisc on each node's link, e.g. 'delay 5ms'")
     p.add_argument("--kernel", metavar="VMLINUZ",
                    help="vm: kernel to boot (default: newest /boot/vmlinuz-* with rdma_rxe)")
     p.add_argument("--rwdir", action="append", default=[], metavar="DIR",
@@ -470,13 +476,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for name in ("timeout", "boot_timeout", "setup_timeout"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be > 0")
+    if args.cpus is None:
+        args.cpus = 2 if args.nodes == 1 else 1
     if args.cpus < 1:
         p.error("--cpus must be >= 1")
+    if args.nodes == 2 and args.mode not in ("auto", "vm"):
+        p.error("--nodes 2 needs --mode vm (two VMs)")
+    if args.netem is not None and args.nodes != 2:
+        p.error("--netem needs --nodes 2")
     return args
 
 
 def check(args, root: str) -> int:
-    mode = choose_mode(args.mode)
+    mode = "vm" if args.nodes == 2 else choose_mode(args.mode)
     if mode == "hardware":
         dev = rdmasys.find_active()
         if dev is None:
@@ -509,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.check:
             return check(args, root)
+        if args.nodes == 2:
+            import twonode
+            return twonode.run(args, deadline, root)
         mode = choose_mode(args.mode)
         if args.mode == "auto":
             log(f"auto-selected mode {mode}")
