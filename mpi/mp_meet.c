@@ -119,9 +119,33 @@ static int mp_meet_publish(void *mctx, const struct pb_pair_result *r, const dou
 	return 0;
 }
 
+/*
+ * Rank 0, --back-to-back: one value per rank, its total time / N (its samples
+ * are contiguous, so their mean is exactly that): IMB's t_min/t_avg/t_max
+ * become the aggregate's min/mean/max.
+ */
+static size_t mp_meet_pool_b2b(struct mp_meet *m)
+{
+	size_t k = 0;
+
+	for (int r = 0; r < m->ctx->size; r++) {
+		const double *s = m->all_samples + m->displs[r];
+		double sum = 0;
+
+		if (!m->all[r].published || m->all[r].r.status || !m->all[r].n_samples)
+			continue;
+		for (uint64_t i = 0; i < m->all[r].n_samples; i++)
+			sum += s[i];
+		m->pooled[k++] = sum / (double)m->all[r].n_samples;
+	}
+	return k;
+}
+
 /* Rank 0: per iteration, the max over the ranks that published n samples. */
 static size_t mp_meet_pool_max(struct mp_meet *m, uint64_t n)
 {
+	if (m->ctx->p->back_to_back)
+		return mp_meet_pool_b2b(m);
 	for (uint64_t i = 0; i < n; i++)
 		m->pooled[i] = 0;
 	for (int r = 0; r < m->ctx->size; r++) {

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Runs pairbench-mpi under mpirun (one node) or scripts/two-node-netns (two
+emulated nodes) and checks what came out: schema-valid rows, sane values,
+the pairing, no leaked shm segment, exit codes of the error paths.
+
+Python standard library only.  Exit 0 = pass, 1 = fail, 77 = cannot run here.
+Never asserts a speed, except `b2b`, which checks an ordering (back-to-back
+timing below barrier-separated timing on a slow link) that is the point of
+the --back-to-back caveat.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+PAIR_TESTS = {"latency", "bw", "bibw", "msgrate", "loaded_lat"}
+BW_TESTS = {"bw", "bibw", "msgrate"}
+
+
+class Fail(Exception):
+    pass
+
+
+def env_for_mpi() -> dict:
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        # Open MPI refuses to run as root without both variables.
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return env
+
+
+def shm_segments() -> dict:
+    """shmid -> creator pid, from /proc/sysvipc/shm."""
+    out = {}
+    try:
+        with open("/proc/sysvipc/shm") as f:
+            next(f)
+            for line in f:
+                p = line.split()
+                out[int(p[1])] = int(p[4])
+    except OSError:
+        pass
+    return out
+
+
+def check_no_leak(before: dict) -> None:
+    """A segment created during the run whose creator is gone leaked."""
+    for shmid, cpid in shm_segments().items():
+        if shmid in before:
+            continue
+        if not os.path.exists(f"/proc/{cpid}"):
+            raise Fail(f"shm segment {shmid} (creator pid {cpid}, exited) still exists: leaked")
+
+
+def launcher(a, np_: int) -> list:
+    if a.two_node:
+        return [a.netns, "run", "--np", str(np_), "--"]
+    return ["mpirun", "--oversubscribe", "-np", str(np_)]
+
+
+def run(a, np_: int, args: list, timeout: float) -> subprocess.CompletedProcess:
+    cmd = launcher(a, np_) + [a.bin] + args
+    print("+ " + " ".join(cmd), file=sys.stderr)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env=env_for_mpi())
+    except subprocess.TimeoutExpired as e:
+        raise Fail(f"timed out after {timeout} s: {' '.join(cmd)}") from e
+
+
+def schema(a) -> list:
+    p = subprocess.run([a.bin, "--print-schema"], capture_output=True, text=True, timeout=60,
+                       env=env_for_mpi())
+    lines = p.stdout.strip().splitlines()
+    if p.returncode != 0 or not lines or lines[0] != "pairbench-schema 1":
+        raise Fail(f"--print-schema failed (rc {p.returncode}): {p.stdout[:200]} {p.stderr[:200]}")
+    return [ln.split("\t")[0] for ln in lines[1:]]
+
+
+def num(row: dict, col: str) -> float:
+    try:
+        return float(row[col])
+    except ValueError as e:
+        raise Fail(f"{col}={row[col]!r} is not a number in row {row}") from e
+
+
+def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> list:
+    rows = list(csv.DictReader(io.StringIO(text)))
+    hdr = text.splitlines()[0].split(",") if text else []
+    if hdr != cols:
+        raise Fail(f"CSV header differs from --print-schema: {hdr}")
+    if len(rows) != sizes * (pairs + 1):
+        raise Fail(f"expected {sizes} x ({pairs} + 1) rows, got {len(rows)}")
+    for r in rows:
+        where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
+        if r["schema_version"] != "1" or r["layer"] != "mpi" or r["test"] != test:
+            raise Fail(f"{where}: bad identity columns")
+        if r["status"] != "ok":
+            raise Fail(f"{where}: status {r['status']}: {r['error']}")
+        if int(r["pairs"]) != pairs:
+            raise Fail(f"{where}: pairs={r['pairs']}, expected {pairs}")
+        if r["pair_id"] != "all" and not 0 <= int(r["pair_id"]) < pairs:
+            raise Fail(f"{where}: pair_id out of range")
+        if int(r["iterations"]) <= 0:
+            raise Fail(f"{where}: iterations={r['iterations']}")
+        if r["lat_us_min"]:
+            lo, med, hi, mean = (num(r, c) for c in ("lat_us_min", "lat_us_p50", "lat_us_max",
+                                                      "lat_us_mean"))
+            if not (0 < lo <= med <= hi and lo <= mean <= hi):
+                raise Fail(f"{where}: latency not ordered: min {lo} p50 {med} max {hi} mean {mean}")
+        elif test not in BW_TESTS and not (test == "loaded_lat" and "load" in r["flags"]):
+            if r["pair_id"] == "all" or test != "loaded_lat":
+                raise Fail(f"{where}: no latency in a latency test")
+        if test in BW_TESTS:
+            if num(r, "bw_gbit_s") <= 0 or num(r, "msg_rate_per_s") <= 0:
+                raise Fail(f"{where}: bandwidth/message rate not positive")
+            if r["pair_id"] == "all" and not 0 < num(r, "fairness") <= 1.0000001:
+                raise Fail(f"{where}: fairness {r['fairness']} outside (0, 1]")
+        if r["pair_id"] != "all" and not r["host"]:
+            raise Fail(f"{where}: no host")
+        if r["pair_id"] != "all" and test in PAIR_TESTS and not r["peer"]:
+            raise Fail(f"{where}: no peer")
+    return rows
+
+
+def check_pairing(env: dict, test: str, pairs: int, cross: bool) -> None:
+    if "Open MPI" not in env.get("mpi_library", ""):
+        raise Fail(f"env record: mpi_library missing: {env.get('mpi_library')!r}")
+    ranks = env["ranks"]
+    if test not in PAIR_TESTS:
+        if cross and len({r["node"] for r in ranks}) != 2:
+            raise Fail("collective across nodes: ranks are not on two nodes")
+        return
+    a_sides = [r for r in ranks if r["side"] == "A"]
+    if len(a_sides) != pairs:
+        raise Fail(f"env record: {len(a_sides)} A sides, expected {pairs}")
+    for r in a_sides:
+        b = ranks[r["peer"]]
+        if r["node"] != 0:
+            raise Fail(f"pair {r['pair']}: measuring side not on node 0")
+        if cross != (b["node"] != r["node"]):
+            raise Fail(f"pair {r['pair']}: rank {r['rank']} node {r['node']} <-> rank "
+                       f"{b['rank']} node {b['node']}: expected {'cross' if cross else 'intra'}-node")
+
+
+def cmd_run(a) -> None:
+    cols = schema(a)
+    pairs = a.np // 2 if a.test in PAIR_TESTS else a.np
+    sizes = a.sizes.split(",") if a.sizes else ["0"]
+    with tempfile.TemporaryDirectory(prefix="pb-mpi-") as d:
+        out, envf = os.path.join(d, "rows.csv"), os.path.join(d, "env.json")
+        args = ["--test", a.test, "-n", str(a.iterations), "-w", "5", "--timeout", "60",
+                "-o", out, "--env-json", envf] + (["-s", a.sizes] if a.sizes else [])
+        args += ["--pin", "none"] if a.two_node else ["--allow-oversubscribe"]
+        args += a.extra
+        before = shm_segments()
+        p = run(a, a.np, args, a.timeout)
+        sys.stderr.write(p.stderr)
+        if p.returncode != 0:
+            raise Fail(f"exit {p.returncode}")
+        check_no_leak(before)
+        with open(out) as f:
+            rows = check_rows(a, f.read(), cols, a.test, pairs, len(sizes))
+        with open(envf) as f:
+            check_pairing(json.load(f), a.test, pairs, a.two_node)
+        if a.test in PAIR_TESTS:
+            want = "cross-node" if a.two_node else "intra-node"
+            if p.stderr.count(want) != pairs:
+                raise Fail(f"stderr shows {p.stderr.count(want)} {want} pairs, expected {pairs}")
+    print(f"ok: {a.test} np={a.np} {'two nodes' if a.two_node else 'one node'}: {len(rows)} rows")
+
+
+def cmd_badopt(a) -> None:
+    cases = [(["--test", "latency", "-s", "0"], 2), (["--test", "nosuch"], 2),
+             (["--test", "latency", "--window", "x"], 2), (["--halo-neighbours", "6"], 2),
+             (["--test", "barrier", "-s", "8"], 2), (["--test", "latency", "--pairs", "3"], 2)]
+    for args, want in cases:
+        p = run(a, 2, args, 60)
+        errs = [ln for ln in p.stderr.splitlines() if "pairbench-mpi: error:" in ln]
+        if p.returncode != want or len(errs) != 1:
+            raise Fail(f"{args}: exit {p.returncode} (want {want}), {len(errs)} error lines "
+                       f"(want 1):\n{p.stderr}")
+        print(f"ok: {args} -> exit {want}: {errs[0]}")
+    p = run(a, 3, ["--test", "latency", "-s", "8", "-n", "10", "--allow-oversubscribe"], 60)
+    errs = [ln for ln in p.stderr.splitlines() if "pairbench-mpi: error:" in ln]
+    if p.returncode != 2 or len(errs) != 1 or "even number of ranks" not in errs[0]:
+        raise Fail(f"3 ranks: exit {p.returncode}, errors {errs}")
+    print(f"ok: 3 ranks -> exit 2: {errs[0]}")
+
+
+def find_ranks(marker: str) -> list:
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"pairbench-mpi") and marker.encode() in argv:
+            pids.append(int(pid))
+    return sorted(pids)
+
+
+def cmd_fault(a) -> None:
+    """kill: SIGKILL one rank; hang: SIGSTOP one rank (the watchdog must end the job)."""
+    with tempfile.TemporaryDirectory(prefix="pb-mpi-") as d:
+        marker = os.path.join(d, "rows.csv")
+        deadline = 5.0
+        cmd = launcher(a, 2) + [a.bin, "--test", "latency", "-s", "8", "-n", "1000000000", "-w",
+                                "0", "--timeout", str(deadline), "-o", marker,
+                                "--allow-oversubscribe"]
+        before = shm_segments()
+        print("+ " + " ".join(cmd), file=sys.stderr)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env_for_mpi())
+        pids = []
+        for _ in range(100):
+            pids = find_ranks(marker)
+            if len(pids) == 2:
+                break
+            time.sleep(0.1)
+        if len(pids) != 2:
+            proc.kill()
+            raise Fail(f"could not find the 2 ranks (found {pids})")
+        time.sleep(1.0)
+        victim = pids[-1]
+        t0 = time.monotonic()
+        os.kill(victim, signal.SIGKILL if a.mode == "kill" else signal.SIGSTOP)
+        try:
+            _, err = proc.communicate(timeout=deadline + 25)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            if a.mode == "hang":
+                os.kill(victim, signal.SIGKILL)
+            raise Fail(f"{a.mode}: the job did not end within {deadline + 25} s")
+        took = time.monotonic() - t0
+        if a.mode == "hang" and os.path.exists(f"/proc/{victim}"):
+            os.kill(victim, signal.SIGKILL)
+        sys.stderr.write(err[-3000:])
+        if proc.returncode == 0:
+            raise Fail(f"{a.mode}: job exited 0")
+        if a.mode == "hang" and "did not finish within --timeout" not in err:
+            raise Fail("hang: no watchdog message")
+        time.sleep(0.5)
+        check_no_leak(before)
+    print(f"ok: {a.mode} of rank pid {victim}: job ended with exit {proc.returncode} in {took:.1f} s")
+
+
+def cmd_b2b(a) -> None:
+    """Slow link: back-to-back (IMB) timing of rotating-root bcast reports less than with a barrier."""
+    res = {}
+    for variant in ("", "--back-to-back"):
+        args = ["--test", "bcast", "--root-rotate", "-s", "8", "-n", "40", "-w", "5", "--pin",
+                "none", "-q", "--timeout", "60"] + ([variant] if variant else [])
+        p = run(a, 4, args, a.timeout)
+        if p.returncode != 0:
+            raise Fail(f"bcast {variant}: exit {p.returncode}\n{p.stderr}")
+        agg = [r for r in csv.DictReader(io.StringIO(p.stdout)) if r["pair_id"] == "all"][0]
+        res[variant or "barrier"] = agg
+    sync = float(res["barrier"]["lat_us_p50"])
+    imb = float(res["--back-to-back"]["lat_us_max"])
+    print(f"bcast 8 B, 4 ranks on 2 nodes, rotating root: barrier-separated p50 {sync:.1f} us, "
+          f"back-to-back (IMB t_max) {imb:.1f} us")
+    if not imb < sync:
+        raise Fail("back-to-back did not report less than barrier-separated timing")
+    print("ok: back-to-back under-reports as in paper 004")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--netns", required=True, help="scripts/two-node-netns")
+    ap.add_argument("--two-node", action="store_true")
+    ap.add_argument("--timeout", type=float, default=120)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--np", type=int, required=True)
+    r.add_argument("--test", required=True)
+    r.add_argument("--sizes", default="8,4K")
+    r.add_argument("--iterations", type=int, default=50)
+    r.add_argument("extra", nargs="*")
+    sub.add_parser("badopt")
+    f = sub.add_parser("fault")
+    f.add_argument("mode", choices=["kill", "hang"])
+    sub.add_parser("b2b")
+    a = ap.parse_args()
+    if not shutil.which("mpirun"):
+        print("skip: mpirun not found (apt-get install openmpi-bin)")
+        return SKIP
+    if a.two_node:
+        if os.geteuid() != 0 or not shutil.which("ip"):
+            print("skip: two emulated nodes need root and iproute2")
+            return SKIP
+        probe = subprocess.run([a.netns, "status"], capture_output=True, text=True)
+        if probe.returncode != 0:  # not up: check that this machine can create namespaces
+            up = subprocess.run([a.netns, "up"], capture_output=True, text=True, timeout=60)
+            subprocess.run([a.netns, "down"], capture_output=True, timeout=60)
+            if up.returncode != 0:
+                print(f"skip: cannot create the emulated nodes here: {up.stderr.strip()}")
+                return SKIP
+    try:
+        {"run": cmd_run, "badopt": cmd_badopt, "fault": cmd_fault, "b2b": cmd_b2b}[a.cmd](a)
+    except Fail as e:
+        print(f"FAIL: {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
