@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pairbench-verbs: shared types of the launcher, the connection module and
+ * the per-operation test files.
+ *
+ * Process model: the launcher (no ibv_* call ever) forks one probe child that
+ * queries the device, then one worker per side of every pair of this node.
+ * Each worker pins itself, connects through rdma_cm and owns its context,
+ * PD, CQ, QP and MRs.  Workers meet through shm_sync (engine barrier and
+ * result slots) and a small anonymous shared mapping (struct vb_shared:
+ * probe result, per-worker report, loaded_lat stop flag).
+ */
+#ifndef VB_H
+#define VB_H
+
+#include "pb_common.h"
+#include "pb_engine.h"
+#include "shm_meet.h"
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define VB_MAX_PAIRS 256
+#define VB_MAX_WORKERS (2 * VB_MAX_PAIRS)
+
+enum vb_op { VB_OP_WRITE, VB_OP_READ, VB_OP_SEND, VB_OP_ATOMIC };
+enum vb_kind { VB_KIND_LAT, VB_KIND_BW, VB_KIND_LOADED };
+enum vb_side { VB_CLIENT, VB_SERVER };
+
+/* Options (filled from the option table in vb_main.c). */
+struct vb_params {
+	struct pb_common_params c;
+	const char *device;      /* NULL = first device */
+	uint64_t ib_port;
+	const char *gid_index;   /* "auto" or an index */
+	const char *inline_size; /* "auto" or bytes */
+	uint64_t tx_depth;
+	uint64_t cq_mod;
+	uint64_t mtu;            /* 0 = path MTU chosen by rdma_cm */
+	bool server, loopback, bidir, validate, validate_selftest, all_sizes;
+	const char *connect;
+	uint64_t cm_port;
+	const char *variant;     /* atomic_lat: fadd | cswap */
+	/* derived by vb_params_finish() */
+	const struct vb_test *test_desc;
+	int gid_index_v;         /* -1 = auto */
+	int inline_v;            /* -1 = auto */
+	enum vb_side side;       /* for --server / --connect / rank mode */
+	unsigned pairs;
+	uint64_t max_size;
+	const char *peer_host;   /* --connect HOST, or the loopback address */
+};
+
+struct vb_worker;
+
+/* One entry of the test table. */
+struct vb_test {
+	const char *name;
+	const char *summary;
+	enum vb_kind kind;
+	enum vb_op op;
+	const char *lat_kind;    /* half_rtt | full_rtt | NULL */
+	bool bidir_ok;
+	const char *const *variants;  /* NULL-terminated, first = default; NULL = none */
+	/* Per side: the engine's test ops for this worker. */
+	const struct pb_test_ops *(*ops)(const struct vb_worker *w);
+	/* MR access this side's data buffer needs. */
+	int (*access)(const struct vb_params *p, enum vb_side side, unsigned pair);
+};
+
+extern const struct vb_test vb_tests[];
+const struct vb_test *vb_test_find(const char *name);
+
+/* What the probe child learnt about the device (written into struct vb_shared). */
+struct vb_probe {
+	int rc;                  /* 0 or -errno */
+	char error[512];
+	unsigned ndevices;
+	char devices[256];       /* names, comma-separated */
+	char device[64];
+	char fw_ver[64];
+	char node_guid[32];
+	uint32_t vendor_id, vendor_part_id, hw_ver;
+	uint64_t max_mr_size;
+	int max_qp_wr, max_cqe, max_sge, max_qp_rd_atom, max_qp_init_rd_atom;
+	int atomic_cap;          /* enum ibv_atomic_cap */
+	int port_state, active_mtu, max_mtu;  /* enums */
+	int link_layer;
+	uint8_t active_width, active_speed;
+	uint32_t max_msg_sz;
+	double link_gbit_s;      /* data rate, 10^9 bit/s; 0 unknown */
+	double signal_gbit_s;
+	char rate_text[64];      /* e.g. "4x EDR" */
+	int gid_index;           /* chosen */
+	char gid_type[32];
+	char gid[64];
+	char gid_note[128];
+	char ipv4[32];           /* IPv4 of the chosen GID, "" when none */
+	char netdev[32];
+	char pci_busid[32];      /* "" = no PCI device (rxe) */
+	char pcie_speed[64], pcie_width[16];
+};
+
+/* What each worker reports back to the launcher. */
+struct vb_worker_report {
+	_Atomic int32_t pid;
+	int32_t pu, cpu, numa_node;
+	int32_t verified;
+	int32_t sgid_index;      /* GID index the QP really uses */
+	int32_t inline_bytes;    /* effective max_inline_data */
+	int32_t path_mtu;        /* bytes */
+	int32_t done;            /* 1 = exited normally */
+	char note[192];
+};
+
+struct vb_shared {
+	struct vb_probe probe;
+	_Atomic uint32_t loaded_stop;      /* loaded_lat: probe pair finished this point (+1 per point) */
+	struct vb_worker_report w[VB_MAX_WORKERS];
+};
+
+/* Ctrl words of a worker (in their own MR; the peer writes them). */
+struct vb_ctrl {
+	volatile uint64_t in[4];  /* [0] sync step, [1] unused, [2] stream done word */
+	uint64_t out[4];          /* local sources of ctrl writes */
+};
+
+#define VB_DONE_SHIFT 40
+#define VB_WRID_CTRL (~0ull)
+#define VB_WRID_RECV (~0ull - 1)
+
+/* The received framed header of the peer. */
+struct vb_remote {
+	uint64_t addr;
+	uint32_t len, rkey;
+	uint64_t ctrl_addr;
+	uint32_t ctrl_rkey;
+};
+
+struct vb_worker {
+	const struct vb_params *p;
+	const struct vb_test *test;
+	struct vb_shared *shared;
+	enum vb_side side;
+	unsigned pair, member;
+	bool measuring;           /* publishes results: client side (loaded_lat: every client) */
+	bool loaded_probe;        /* loaded_lat pair 0 */
+	char host[64], peer[64];
+	/* synchronisation */
+	struct shm_sync *sync;
+	struct shm_meet meet;
+	uint64_t timeout_ns;
+	/* rdma_cm */
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen_id, *id;
+	/* verbs */
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *buf;             /* [0, region) tx region, [region, 2 region) rx region */
+	uint64_t region;
+	struct ibv_mr *mr;
+	struct vb_ctrl *ctrl;
+	struct ibv_mr *ctrl_mr;
+	struct vb_remote remote;
+	uint32_t max_inline;
+	uint32_t rx_depth;
+	struct ibv_send_wr wr;    /* pre-built data WR of the current size */
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr;
+	struct ibv_sge rsge;
+	uint32_t recvs_posted;
+	/* protocol state */
+	uint64_t ctrl_step;
+	uint64_t stream_no;
+	uint64_t size;            /* current message size */
+	uint32_t inline_flag;     /* IBV_SEND_INLINE when size <= max_inline (write/send) */
+	uint64_t loaded_point;
+	uint8_t seq;              /* ping-pong sequence byte (1..255), reset per size */
+	bool sig_pending;         /* a signalled request is not reaped yet (latency loops) */
+	uint64_t posts;           /* latency loops: requests posted this size */
+	uint64_t atomic_value;    /* cswap: expected current value */
+	char error[256];
+};
+
+/* Client-side connection parameters (private data travels packed, big endian). */
+#define VB_HDR_MAGIC 0x50425631u   /* "PBV1" */
+#define VB_HDR_VERSION 1
+
+/* vb_main.c */
+extern volatile sig_atomic_t vb_interrupted;
+
+/* vb_dev.c: run in the probe child (verbs allowed there). Fills *pr; returns 0 or -errno. */
+int vb_dev_probe(const struct vb_params *p, struct vb_probe *pr);
+/* Launcher: JSON environment record. Returns 0 or -errno. */
+int vb_env_write(const char *path, const struct vb_params *p, const struct vb_shared *sh,
+		 unsigned workers, const char *pin_note);
+/* IB MTU enum <-> bytes. */
+int vb_mtu_bytes(int mtu_enum);
+int vb_mtu_enum(uint64_t bytes);
+
+/* vb_cm.c: connect (client) or accept (server) the worker's pair. 0 or -errno, w->error set. */
+int vb_cm_connect(struct vb_worker *w);
+void vb_cm_teardown(struct vb_worker *w);
+/* Hash of the options both sides must agree on, and its per-option nibbles. */
+void vb_opts_hash(const struct vb_params *p, uint64_t *hash, uint64_t *nibbles);
+
+/* vb_qp.c: waits, ctrl channel, posting helpers. */
+int vb_wait_check(struct vb_worker *w, uint64_t deadline_ns, const char *what);
+int vb_wc_error(struct vb_worker *w, const struct ibv_wc *wc);
+int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value);
+int vb_ctrl_sync(struct vb_worker *w);
+int vb_post_recvs(struct vb_worker *w, uint32_t n);
+int vb_post_one(struct vb_worker *w, enum ibv_wr_opcode op, uint64_t len, uint32_t flags,
+		uint64_t wr_id);
+int vb_prepare_common(struct vb_worker *w, uint64_t size);
+int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
+			uint64_t deadline_ns);
+int vb_stream_signal(struct vb_worker *w, uint64_t count);
+void vb_flag(struct pb_timed *t, const char *flag);
+uint64_t vb_deadline(const struct vb_worker *w);
+
+/* vb_bw.c: a windowed stream of one opcode (write, read, send). */
+int vb_bw_timed(struct vb_worker *w, struct pb_timed *t, enum ibv_wr_opcode op);
+int vb_bw_warmup(struct vb_worker *w, uint64_t n, enum ibv_wr_opcode op);
+int vb_bw_serve(struct vb_worker *w, struct pb_timed *t, enum ibv_wr_opcode op);
+int vb_bw_serve_warmup(struct vb_worker *w, uint64_t n, enum ibv_wr_opcode op);
+/* Passive side of a stream: wait for the peer's end of stream (send: receive it). */
+int vb_passive(struct vb_worker *w);
+/* Latency loops: reap the outstanding signalled request (blocking, with deadline). */
+int vb_reap_pending(struct vb_worker *w);
+
+/* vb_validate.c: the non-timed data check (and its corruption self-test). */
+int vb_validate_run(struct vb_worker *w, bool selftest);
+void vb_pattern_fill(uint8_t *b, uint64_t len, unsigned pair, uint64_t iter);
+int64_t vb_pattern_check(const uint8_t *b, uint64_t len, unsigned pair, uint64_t iter);
+
+/* Per-operation files: op tables by side. */
+const struct pb_test_ops *vb_write_ops(const struct vb_worker *w);
+const struct pb_test_ops *vb_read_ops(const struct vb_worker *w);
+const struct pb_test_ops *vb_send_ops(const struct vb_worker *w);
+const struct pb_test_ops *vb_atomic_ops(const struct vb_worker *w);
+int vb_write_access(const struct vb_params *p, enum vb_side side, unsigned pair);
+int vb_read_access(const struct vb_params *p, enum vb_side side, unsigned pair);
+int vb_send_access(const struct vb_params *p, enum vb_side side, unsigned pair);
+int vb_atomic_access(const struct vb_params *p, enum vb_side side, unsigned pair);
+
+/* vb_launch.c */
+int vb_launch(struct vb_params *p, FILE *csv);
+
+#endif

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One timed iteration = one message (RDMA write, RDMA read or send) posted into a window of
+ * at most -t outstanding work requests; the block's time is first post .. last completion.
+ *
+ * The windowed stream shared by write_bw, read_bw, send_bw (and the loaded
+ * pairs of loaded_lat).  Every --cq-mod-th work request is signalled
+ * (wr_id = its 1-based index, so one completion retires every earlier
+ * request).  A stream ends with the "stream done" ctrl word carrying its
+ * message count; with --bidir both sides stream at once and the measuring
+ * side's window ends when its own stream completed AND the peer's was
+ * announced (and, for send, fully received): bytes of both directions over
+ * that one window.
+ */
+#include "vb.h"
+
+#include "pb_clock.h"
+
+#include <errno.h>
+#include <string.h>
+
+enum vb_bw_mode { VB_BW_COUNT, VB_BW_DURATION, VB_BW_UNTIL_STOP };
+
+/*
+ * The loop.  always_inline + a constant mode gives one specialised loop per
+ * variant: no option test inside it beyond the termination rule of that variant.
+ */
+static inline __attribute__((always_inline)) int
+vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t end_by_ns,
+	   uint64_t *posted, uint64_t *recvd)
+{
+	const uint64_t depth = w->p->tx_depth, mod = w->p->cq_mod;
+	const uint32_t inl = w->inline_flag;
+	const uint32_t stop_at = (uint32_t)w->loaded_point;
+	_Atomic uint32_t *stop = &w->shared->loaded_stop;
+	const uint64_t deadline = vb_deadline(w);
+	uint64_t scnt = 0, ccnt = 0, limit = mode == VB_BW_COUNT ? n : UINT64_MAX;
+	struct ibv_qp *qp = w->qp;
+	struct ibv_cq *cq = w->cq;
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc[16];
+	unsigned spins = 0;
+	int rc, ne;
+
+	while (ccnt < limit) {
+		while (scnt < limit && scnt - ccnt < depth) {
+			w->wr.wr_id = scnt + 1;
+			w->wr.send_flags = inl | ((scnt + 1) % mod == 0 || scnt + 1 == limit ?
+						  IBV_SEND_SIGNALED : 0);
+			rc = ibv_post_send(qp, &w->wr, &bad);
+			if (rc) {
+				snprintf(w->error, sizeof(w->error), "ibv_post_send: %s (message %llu)",
+					 strerror(rc), (unsigned long long)scnt);
+				return -rc;
+			}
+			scnt++;
+		}
+		ne = ibv_poll_cq(cq, 16, wc);
+		for (int i = 0; i < ne; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return vb_wc_error(w, &wc[i]);
+			if (wc[i].opcode & IBV_WC_RECV) {
+				(*recvd)++;
+				w->recvs_posted--;
+				if ((rc = vb_post_recvs(w, 1)))
+					return rc;
+			} else {
+				ccnt = wc[i].wr_id;
+			}
+		}
+		if (mode == VB_BW_DURATION && limit == UINT64_MAX && pb_clock_now_ns() >= end_by_ns)
+			limit = scnt % mod ? scnt + mod - scnt % mod : (scnt ? scnt : mod);
+		if (mode == VB_BW_UNTIL_STOP && limit == UINT64_MAX &&
+		    atomic_load_explicit(stop, memory_order_relaxed) == stop_at)
+			limit = scnt % mod ? scnt + mod - scnt % mod : (scnt ? scnt : mod);
+		if (ne < 0) {
+			snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
+			return -EIO;
+		}
+		if (ne == 0 && ++spins % 1024 == 0 &&
+		    (rc = vb_wait_check(w, deadline, "send-queue completions")))
+			return rc;
+	}
+	*posted = limit;
+	return 0;
+}
+
+/* Stream n messages (or until the block's end) and close the stream; fills t when non-NULL. */
+static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, bool bidir)
+{
+	uint64_t start, own_end, end, posted = 0, recvd = 0, peer = 0;
+	int rc;
+
+	w->stream_no++;
+	start = pb_clock_now_ns();
+	if (!t)
+		rc = vb_bw_loop(w, VB_BW_COUNT, n, 0, &posted, &recvd);
+	else if (w->test->kind == VB_KIND_LOADED && !t->end_by_ns)
+		rc = vb_bw_loop(w, VB_BW_UNTIL_STOP, 0, 0, &posted, &recvd);
+	else if (t->end_by_ns)
+		rc = vb_bw_loop(w, VB_BW_DURATION, 0, t->end_by_ns, &posted, &recvd);
+	else
+		rc = vb_bw_loop(w, VB_BW_COUNT, n, 0, &posted, &recvd);
+	own_end = pb_clock_now_ns();
+	if (!rc)
+		rc = vb_stream_signal(w, posted);
+	if (!rc && bidir)
+		rc = vb_stream_done_wait(w, &peer, &recvd, vb_deadline(w));
+	end = bidir ? pb_clock_now_ns() : own_end;
+	if (rc || !t)
+		return rc;
+	t->start_ns = start;
+	t->end_ns = end;
+	t->messages = posted + peer;
+	t->bytes = t->messages * t->msg_size_bytes;
+	t->done = t->messages;
+	t->has_bw = w->measuring;
+	if (w->inline_flag)
+		vb_flag(t, "inline");
+	return 0;
+}
+
+int vb_bw_timed(struct vb_worker *w, struct pb_timed *t, enum ibv_wr_opcode op)
+{
+	(void)op; /* the pre-built work request already carries the opcode */
+	return vb_bw_stream(w, t, t->iterations, w->p->bidir);
+}
+
+int vb_bw_warmup(struct vb_worker *w, uint64_t n, enum ibv_wr_opcode op)
+{
+	(void)op;
+	if (!n)
+		return 0;
+	return vb_bw_stream(w, NULL, n, w->p->bidir);
+}
+
+int vb_passive(struct vb_worker *w)
+{
+	uint64_t count = 0, recvd = 0;
+
+	w->stream_no++;
+	return vb_stream_done_wait(w, &count, &recvd, vb_deadline(w));
+}
+
+int vb_bw_serve(struct vb_worker *w, struct pb_timed *t, enum ibv_wr_opcode op)
+{
+	if (w->p->bidir)
+		return vb_bw_timed(w, t, op);
+	return vb_passive(w);
+}
+
+int vb_bw_serve_warmup(struct vb_worker *w, uint64_t n, enum ibv_wr_opcode op)
+{
+	if (!n)
+		return 0;
+	if (w->p->bidir)
+		return vb_bw_warmup(w, n, op);
+	return vb_passive(w);
+}

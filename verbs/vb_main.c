@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pairbench-verbs: options, the test table, the role of this process, main().
+ * The launcher (vb_launch.c) does the rest.
+ */
+#include "vb.h"
+
+#include "pb_csv.h"
+#include "pb_log.h"
+#include "pb_opts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Set by the SIGINT/SIGTERM handler; a signal handler cannot reach a context struct. */
+volatile sig_atomic_t vb_interrupted;
+
+static const char *const vb_atomic_variants[] = { "fadd", "cswap", NULL };
+
+const struct vb_test vb_tests[] = {
+	{ "write_lat", "RDMA write ping-pong latency (half round trip)", VB_KIND_LAT, VB_OP_WRITE,
+	  "half_rtt", false, NULL, vb_write_ops, vb_write_access },
+	{ "read_lat", "RDMA read latency (full round trip)", VB_KIND_LAT, VB_OP_READ, "full_rtt",
+	  false, NULL, vb_read_ops, vb_read_access },
+	{ "send_lat", "send/receive ping-pong latency (half round trip)", VB_KIND_LAT, VB_OP_SEND,
+	  "half_rtt", false, NULL, vb_send_ops, vb_send_access },
+	{ "atomic_lat", "atomic latency, --variant fadd|cswap (full round trip, 8 B)", VB_KIND_LAT,
+	  VB_OP_ATOMIC, "full_rtt", false, vb_atomic_variants, vb_atomic_ops, vb_atomic_access },
+	{ "write_bw", "RDMA write bandwidth and message rate (--bidir: both directions)", VB_KIND_BW,
+	  VB_OP_WRITE, NULL, true, NULL, vb_write_ops, vb_write_access },
+	{ "read_bw", "RDMA read bandwidth and message rate (--bidir: both directions)", VB_KIND_BW,
+	  VB_OP_READ, NULL, true, NULL, vb_read_ops, vb_read_access },
+	{ "send_bw", "send/receive bandwidth and message rate (--bidir: both directions)", VB_KIND_BW,
+	  VB_OP_SEND, NULL, true, NULL, vb_send_ops, vb_send_access },
+	{ "loaded_lat", "pair 0 measures write_lat while pairs 1..N-1 run write_bw (needs --pairs >= 2)",
+	  VB_KIND_LOADED, VB_OP_WRITE, "half_rtt", false, NULL, vb_write_ops, vb_write_access },
+	{ NULL, NULL, 0, 0, NULL, false, NULL, NULL, NULL },
+};
+
+const struct vb_test *vb_test_find(const char *name)
+{
+	for (const struct vb_test *t = vb_tests; t->name; t++)
+		if (name && !strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
+#define VB_P struct vb_params
+static const struct pb_opt vb_opts[] = {
+	PB_COMMON_OPTS(VB_P, c, "write_lat", "8,4K,64K", "1000"),
+	{ "device", 'd', PB_OPT_STRING, offsetof(VB_P, device), NULL, 0, 0, NULL, "DEV",
+	  "RDMA device (default: the first one)" },
+	{ "ib-port", 'i', PB_OPT_U64, offsetof(VB_P, ib_port), "1", 1, 255, NULL, "N", "device port" },
+	{ "gid-index", 'x', PB_OPT_STRING, offsetof(VB_P, gid_index), "auto", 0, 0, NULL, "N|auto",
+	  "GID index; auto prefers RoCE v2 with an IPv4-mapped address (the choice is printed)" },
+	{ "all", 'a', PB_OPT_FLAG, offsetof(VB_P, all_sizes), NULL, 0, 0, NULL, NULL,
+	  "all sizes 1 B .. 8 MiB (powers of two); not with -s" },
+	{ "inline-size", 'I', PB_OPT_STRING, offsetof(VB_P, inline_size), "auto", 0, 0, NULL, "N|auto",
+	  "max inline bytes; auto = the largest the device accepts (effective value recorded)" },
+	{ "tx-depth", 't', PB_OPT_U64, offsetof(VB_P, tx_depth), "128", 1, 8192, NULL, "N",
+	  "window: outstanding work requests per pair (bandwidth); send queue depth" },
+	{ "cq-mod", 0, PB_OPT_U64, offsetof(VB_P, cq_mod), "16", 1, 8192, NULL, "N",
+	  "signal every N-th work request (CQ moderation); must be <= --tx-depth" },
+	{ "mtu", 0, PB_OPT_U64, offsetof(VB_P, mtu), "0", 0, 4096, NULL, "BYTES",
+	  "path MTU 256|512|1024|2048|4096 (0 = what rdma_cm resolves)" },
+	{ "server", 0, PB_OPT_FLAG, offsetof(VB_P, server), NULL, 0, 0, NULL, NULL,
+	  "server side: listen (ports --port .. --port+pairs-1)" },
+	{ "connect", 0, PB_OPT_STRING, offsetof(VB_P, connect), NULL, 0, 0, NULL, "HOST",
+	  "client side: connect to the server at HOST (an IP of its RDMA device)" },
+	{ "port", 'p', PB_OPT_U64, offsetof(VB_P, cm_port), "18515", 1, 65000, NULL, "PORT",
+	  "rdma_cm port of pair 0 (pair i uses PORT+i)" },
+	{ "loopback", 0, PB_OPT_FLAG, offsetof(VB_P, loopback), NULL, 0, 0, NULL, NULL,
+	  "both sides on this host through the device ($PB_RDMA_IP or the device's IPv4)" },
+	{ "bidir", 'b', PB_OPT_FLAG, offsetof(VB_P, bidir), NULL, 0, 0, NULL, NULL,
+	  "bandwidth tests: both directions at once" },
+	{ "validate", 0, PB_OPT_FLAG, offsetof(VB_P, validate), NULL, 0, 0, NULL, NULL,
+	  "untimed data check instead of measuring (pattern of pair, iteration, offset)" },
+	{ "validate-selftest", 0, PB_OPT_FLAG, offsetof(VB_P, validate_selftest), NULL, 0, 0, NULL,
+	  NULL, "like --validate, but flip one received byte and require the check to catch it" },
+	{ "variant", 0, PB_OPT_STRING, offsetof(VB_P, variant), NULL, 0, 0, NULL, "NAME",
+	  "test variant (atomic_lat: fadd | cswap)" },
+};
+#define VB_NOPTS (sizeof(vb_opts) / sizeof(vb_opts[0]))
+
+static int vb_parse_auto(const char *opt, const char *text, long max, int *out)
+{
+	char *end;
+	long v;
+
+	if (!strcmp(text, "auto")) {
+		*out = -1;
+		return 0;
+	}
+	v = strtol(text, &end, 10);
+	if (!*text || *end || v < 0 || v > max) {
+		pb_log_error("option %s: '%s' is not 'auto' or an integer in [0, %ld]", opt, text, max);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int vb_role(struct vb_params *p)
+{
+	const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID" };
+	int roles = p->server + !!p->connect + p->loopback;
+
+	if (p->loopback && roles > 1) {
+		pb_log_error("--loopback runs both sides here: do not combine it with --server or --connect");
+		return -EINVAL;
+	}
+	if (p->server && p->connect) {
+		for (size_t i = 0; i < 3; i++) {
+			if (getenv(vars[i]))
+				goto rank;
+		}
+		pb_log_error("--server and --connect exclude each other (outside an mpirun/srun launch)");
+		return -EINVAL;
+	}
+	if (roles)
+		goto done;
+rank:
+	for (size_t i = 0; i < 3; i++) {
+		const char *v = getenv(vars[i]);
+
+		if (!v)
+			continue;
+		if (!p->connect) {
+			pb_log_error("role from %s=%s needs --connect HOST (the rank-0 host) for the client", vars[i], v);
+			return -EINVAL;
+		}
+		if (strcmp(v, "0") && strcmp(v, "1")) {
+			pb_log_error("%s=%s: pairbench-verbs takes 2 ranks (0 = server, 1 = client)", vars[i], v);
+			return -EINVAL;
+		}
+		p->server = !strcmp(v, "0");
+		pb_log_info("role from %s=%s: %s", vars[i], v, p->server ? "server" : "client");
+		goto done;
+	}
+	pb_log_error("choose a role: --loopback, --server, or --connect HOST (or launch 2 ranks with mpirun/srun)");
+	return -EINVAL;
+done:
+	p->side = p->server ? VB_SERVER : VB_CLIENT;
+	p->peer_host = p->connect;
+	return 0;
+}
+
+static int vb_sizes(struct vb_params *p, const struct pb_opts_result *res)
+{
+	bool given = pb_opts_given(vb_opts, VB_NOPTS, res, "sizes");
+
+	if (p->all_sizes) {
+		if (given) {
+			pb_log_error("-a (all sizes) and -s exclude each other");
+			return -EINVAL;
+		}
+		p->c.sizes.n = 0;
+		for (uint64_t s = 1; s <= 8ull << 20; s *= 2)
+			p->c.sizes.v[p->c.sizes.n++] = s;
+	}
+	if (p->test_desc->op == VB_OP_ATOMIC) {
+		if ((given || p->all_sizes) && (p->c.sizes.n != 1 || p->c.sizes.v[0] != 8)) {
+			pb_log_error("atomic_lat moves exactly 8 bytes: use -s 8 (or leave -s out)");
+			return -EINVAL;
+		}
+		p->c.sizes.n = 1;
+		p->c.sizes.v[0] = 8;
+	}
+	p->max_size = 0;
+	for (size_t i = 0; i < p->c.sizes.n; i++)
+		if (p->c.sizes.v[i] > p->max_size)
+			p->max_size = p->c.sizes.v[i];
+	return 0;
+}
+
+static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *res)
+{
+	const struct vb_test *t = vb_test_find(p->c.test);
+	int rc;
+
+	if (!t) {
+		pb_log_error("option --test: unknown test '%s' (see --list-tests)", p->c.test);
+		return -EINVAL;
+	}
+	p->test_desc = t;
+	if (p->variant && !t->variants) {
+		pb_log_error("option --variant: test %s has no variants", t->name);
+		return -EINVAL;
+	}
+	if (t->variants) {
+		bool ok = !p->variant;
+
+		for (size_t i = 0; p->variant && t->variants[i]; i++)
+			ok |= !strcmp(p->variant, t->variants[i]);
+		if (!ok) {
+			pb_log_error("option --variant: '%s' is not a variant of %s (fadd, cswap)", p->variant, t->name);
+			return -EINVAL;
+		}
+		if (!p->variant)
+			p->variant = t->variants[0];
+	}
+	if (p->bidir && !t->bidir_ok) {
+		pb_log_error("option --bidir: only the bandwidth tests (write_bw, read_bw, send_bw) have it");
+		return -EINVAL;
+	}
+	if (p->cq_mod > p->tx_depth) {
+		pb_log_error("option --cq-mod: %llu is larger than --tx-depth %llu (no completion would ever be signalled)",
+			     (unsigned long long)p->cq_mod, (unsigned long long)p->tx_depth);
+		return -EINVAL;
+	}
+	if (p->mtu && !vb_mtu_enum(p->mtu)) {
+		pb_log_error("option --mtu: %llu is not one of 256, 512, 1024, 2048, 4096", (unsigned long long)p->mtu);
+		return -EINVAL;
+	}
+	if (t->kind == VB_KIND_LOADED && p->c.pairs < 2) {
+		pb_log_error("loaded_lat needs --pairs >= 2 (pair 0 probes, the others load the link)");
+		return -EINVAL;
+	}
+	if (p->c.pairs > VB_MAX_PAIRS) {
+		pb_log_error("option --pairs: at most %d", VB_MAX_PAIRS);
+		return -EINVAL;
+	}
+	p->pairs = (unsigned)p->c.pairs;
+	p->validate |= p->validate_selftest;
+	if ((rc = vb_parse_auto("-x/--gid-index", p->gid_index, 65535, &p->gid_index_v)) ||
+	    (rc = vb_parse_auto("-I/--inline-size", p->inline_size, 65536, &p->inline_v)))
+		return rc;
+	if ((rc = vb_sizes(p, res)))
+		return rc;
+	if (p->max_size > (512ull << 20)) {
+		pb_log_error("option --sizes: at most 512M per message");
+		return -EINVAL;
+	}
+	return vb_role(p);
+}
+
+static void vb_list_tests(void)
+{
+	for (const struct vb_test *t = vb_tests; t->name; t++)
+		printf("%-12s %s\n", t->name, t->summary);
+}
+
+int main(int argc, char **argv)
+{
+	struct vb_params p;
+	struct pb_opts_result res;
+	FILE *csv = stdout;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	if (pb_opts_parse(vb_opts, VB_NOPTS, argc, argv, &p, &res))
+		return PB_EXIT_USAGE;
+	if (p.c.help) {
+		pb_opts_print_help(stdout, "pairbench-verbs",
+				   "Verbs-level multi-pair latency, bandwidth and message rate: N synchronised pairs.",
+				   vb_opts, VB_NOPTS);
+		return PB_EXIT_OK;
+	}
+	if (p.c.print_schema) {
+		pb_schema_print(stdout);
+		return PB_EXIT_OK;
+	}
+	if (p.c.list_tests) {
+		vb_list_tests();
+		return PB_EXIT_OK;
+	}
+	if (vb_params_finish(&p, &res))
+		return PB_EXIT_USAGE;
+	if (p.c.output && !(csv = fopen(p.c.output, "w"))) {
+		pb_log_error("cannot open --output %s: %s", p.c.output, strerror(errno));
+		return PB_EXIT_USAGE;
+	}
+	/* Rows reach the file as they are made: an interrupted run keeps what it measured. */
+	setvbuf(csv, NULL, _IOLBF, 0);
+	rc = vb_launch(&p, csv);
+	if (csv != stdout && fclose(csv) && !rc) {
+		pb_log_error("writing %s failed: %s", p.c.output, strerror(errno));
+		rc = PB_EXIT_RUNTIME;
+	}
+	return rc;
+}

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Helpers every test shares: deadline/abort checks for busy waits, the
+ * completion error message, the ctrl channel (8-byte RDMA writes into the
+ * peer's ctrl words: a pair-level barrier and the "stream done" word), and
+ * the per-size preparation of the pre-built work request.
+ */
+#include "vb.h"
+
+#include "pb_clock.h"
+#include "pb_log.h"
+
+#include <errno.h>
+#include <string.h>
+
+uint64_t vb_deadline(const struct vb_worker *w)
+{
+	/* A stream may last --duration; waits get the timeout on top of it. */
+	return pb_clock_now_ns() + w->timeout_ns + (uint64_t)(w->p->c.duration_s * 1e9);
+}
+
+int vb_wait_check(struct vb_worker *w, uint64_t deadline_ns, const char *what)
+{
+	char why[160];
+
+	if (vb_interrupted) {
+		snprintf(w->error, sizeof(w->error), "interrupted (signal) while waiting for %s", what);
+		return -EINTR;
+	}
+	if (shm_sync_aborted(w->sync, why, sizeof(why))) {
+		snprintf(w->error, sizeof(w->error), "aborted while waiting for %s: %s", what, why);
+		return -ECANCELED;
+	}
+	if (pb_clock_now_ns() > deadline_ns) {
+		snprintf(w->error, sizeof(w->error),
+			 "timed out after %.1f s waiting for %s (peer dead or stuck?)",
+			 (double)w->timeout_ns / 1e9, what);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+int vb_wc_error(struct vb_worker *w, const struct ibv_wc *wc)
+{
+	snprintf(w->error, sizeof(w->error),
+		 "completion error: %s (status %d, opcode %d, wr_id %llu) on QP 0x%x, %llu B",
+		 ibv_wc_status_str(wc->status), (int)wc->status, (int)wc->opcode,
+		 (unsigned long long)wc->wr_id, w->qp ? w->qp->qp_num : 0,
+		 (unsigned long long)w->size);
+	return -EIO;
+}
+
+void vb_flag(struct pb_timed *t, const char *flag)
+{
+	size_t len = strlen(t->flags);
+
+	if (strstr(t->flags, flag))
+		return;
+	snprintf(t->flags + len, sizeof(t->flags) - len, "%s%s", len ? ";" : "", flag);
+}
+
+int vb_post_recvs(struct vb_worker *w, uint32_t n)
+{
+	struct ibv_recv_wr *bad;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int rc = ibv_post_recv(w->qp, &w->rwr, &bad);
+
+		if (rc) {
+			snprintf(w->error, sizeof(w->error), "ibv_post_recv: %s", strerror(rc));
+			return -rc;
+		}
+		w->recvs_posted++;
+	}
+	return 0;
+}
+
+/* Wait for the completion of the ctrl write; any other completion is a protocol error. */
+static int vb_ctrl_reap(struct vb_worker *w)
+{
+	uint64_t deadline = vb_deadline(w);
+	struct ibv_wc wc;
+	unsigned spins = 0;
+	int rc, ne;
+
+	for (;;) {
+		ne = ibv_poll_cq(w->cq, 1, &wc);
+		if (ne < 0) {
+			snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
+			return -EIO;
+		}
+		if (ne == 1) {
+			if (wc.status != IBV_WC_SUCCESS)
+				return vb_wc_error(w, &wc);
+			if (wc.wr_id == VB_WRID_CTRL)
+				return 0;
+			snprintf(w->error, sizeof(w->error),
+				 "unexpected completion (opcode %d, wr_id %llu) while waiting for a ctrl write",
+				 (int)wc.opcode, (unsigned long long)wc.wr_id);
+			return -EPROTO;
+		}
+		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, "a ctrl write completion")))
+			return rc;
+	}
+}
+
+int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)&w->ctrl->out[word], .length = 8, .lkey = w->ctrl_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = VB_WRID_CTRL, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	int rc;
+
+	w->ctrl->out[word] = value;
+	wr.wr.rdma.remote_addr = w->remote.ctrl_addr + word * sizeof(uint64_t);
+	wr.wr.rdma.rkey = w->remote.ctrl_rkey;
+	rc = ibv_post_send(w->qp, &wr, &bad);
+	if (rc) {
+		snprintf(w->error, sizeof(w->error), "ibv_post_send (ctrl): %s", strerror(rc));
+		return -rc;
+	}
+	return vb_ctrl_reap(w);
+}
+
+int vb_ctrl_sync(struct vb_worker *w)
+{
+	uint64_t step = ++w->ctrl_step, deadline;
+	unsigned spins = 0;
+	int rc = vb_ctrl_write(w, 0, step);
+
+	if (rc)
+		return rc;
+	deadline = vb_deadline(w);
+	while (w->ctrl->in[0] < step) {
+		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, "the peer (pair sync)")))
+			return rc;
+	}
+	return 0;
+}
+
+int vb_stream_signal(struct vb_worker *w, uint64_t count)
+{
+	return vb_ctrl_write(w, 2, (w->stream_no << VB_DONE_SHIFT) | count);
+}
+
+/*
+ * Wait for the peer's "stream done" word of the current stream; for SEND
+ * also until every announced message was received (receives are reposted).
+ * *recvd counts receive completions of this stream.
+ */
+int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
+			uint64_t deadline_ns)
+{
+	bool sends = w->test->op == VB_OP_SEND;
+	struct ibv_wc wc[16];
+	unsigned spins = 0;
+	int rc;
+
+	for (;;) {
+		uint64_t word = w->ctrl->in[2];
+
+		if ((word >> VB_DONE_SHIFT) == (w->stream_no & ((1ull << (64 - VB_DONE_SHIFT)) - 1))) {
+			*count = word & ((1ull << VB_DONE_SHIFT) - 1);
+			if (!sends || *recvd >= *count)
+				return 0;
+		}
+		if (sends) {
+			int ne = ibv_poll_cq(w->cq, 16, wc);
+
+			for (int i = 0; i < ne; i++) {
+				if (wc[i].status != IBV_WC_SUCCESS)
+					return vb_wc_error(w, &wc[i]);
+				if (wc[i].opcode & IBV_WC_RECV) {
+					(*recvd)++;
+					w->recvs_posted--;
+					if ((rc = vb_post_recvs(w, 1)))
+						return rc;
+				}
+			}
+			if (ne < 0) {
+				snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
+				return -EIO;
+			}
+		}
+		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline_ns, "the peer's end of stream")))
+			return rc;
+	}
+}
+
+/*
+ * Per size, both sides: zero the receive region, pre-build the data work
+ * request, top up receives, then a pair sync so no data flows before both
+ * sides are ready.
+ */
+int vb_prepare_common(struct vb_worker *w, uint64_t size)
+{
+	uint8_t *tx = w->buf, *rx = w->buf + w->region;
+	enum vb_op op = w->test->op;
+	int rc;
+
+	w->size = size;
+	w->seq = 0;
+	w->posts = 0;
+	w->sig_pending = false;
+	if (w->test->kind == VB_KIND_LOADED)
+		w->loaded_point++;
+	memset(rx, 0, size < w->region ? size : w->region);
+	memset(&w->wr, 0, sizeof(w->wr));
+	w->wr.sg_list = &w->sge;
+	w->wr.num_sge = 1;
+	w->sge.lkey = w->mr->lkey;
+	w->sge.length = (uint32_t)size;
+	w->inline_flag = 0;
+	switch (op) {
+	case VB_OP_WRITE:
+	case VB_OP_SEND:
+		w->sge.addr = (uintptr_t)tx;
+		w->wr.opcode = op == VB_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_SEND;
+		w->wr.wr.rdma.remote_addr = w->remote.addr + w->remote.len / 2;
+		w->wr.wr.rdma.rkey = w->remote.rkey;
+		if (size <= w->max_inline)
+			w->inline_flag = IBV_SEND_INLINE;
+		break;
+	case VB_OP_READ:
+		w->sge.addr = (uintptr_t)rx;
+		w->wr.opcode = IBV_WR_RDMA_READ;
+		w->wr.wr.rdma.remote_addr = w->remote.addr;
+		w->wr.wr.rdma.rkey = w->remote.rkey;
+		break;
+	case VB_OP_ATOMIC:
+		w->sge.addr = (uintptr_t)tx;
+		w->sge.length = 8;
+		w->wr.opcode = w->p->variant && !strcmp(w->p->variant, "cswap") ?
+				IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+		w->wr.wr.atomic.remote_addr = w->remote.addr + w->remote.len / 2;
+		w->wr.wr.atomic.rkey = w->remote.rkey;
+		w->wr.wr.atomic.compare_add = w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? 1 : 0;
+		w->wr.wr.atomic.swap = 1;
+		w->atomic_value = 0;
+		break;
+	}
+	if (op == VB_OP_SEND && w->recvs_posted < w->rx_depth &&
+	    (rc = vb_post_recvs(w, w->rx_depth - w->recvs_posted)))
+		return rc;
+	return vb_ctrl_sync(w);
+}
+
+int vb_reap_pending(struct vb_worker *w)
+{
+	uint64_t deadline = vb_deadline(w);
+	struct ibv_wc wc;
+	unsigned spins = 0;
+	int rc, ne;
+
+	while (w->sig_pending) {
+		ne = ibv_poll_cq(w->cq, 1, &wc);
+		if (ne < 0) {
+			snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
+			return -EIO;
+		}
+		if (ne == 1) {
+			if (wc.status != IBV_WC_SUCCESS)
+				return vb_wc_error(w, &wc);
+			if (wc.opcode & IBV_WC_RECV) {
+				snprintf(w->error, sizeof(w->error), "unexpected receive completion");
+				return -EPROTO;
+			}
+			w->sig_pending = false;
+			break;
+		}
+		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, "a send completion")))
+			return rc;
+	}
+	return 0;
+}
