@@ -11,17 +11,29 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from pairbench.analysis import device_label, median_by_point, test_label
 from pairbench.errors import UsageError
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import parse_sizes, size_label
+
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
+
+
+def _pyplot():
+    """matplotlib with the Agg backend, imported only when plotting: it is slow to import,
+    and the sweep inside the emulated VM must not pay for it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 LAT = "lat_us_p50"
 BW = "bw_gbit_s"
@@ -69,7 +81,7 @@ def _save(fig: plt.Figure, out: Path, stem: str, written: list[Path]) -> None:
         path = out / f"{stem}.{ext}"
         fig.savefig(path, dpi=110, bbox_inches="tight")
         written.append(path)
-    plt.close(fig)
+    _pyplot().close(fig)
 
 
 def _pick_sizes(sizes: list[int], wanted: list[int] | None) -> list[int]:
@@ -83,6 +95,7 @@ def _pick_sizes(sizes: list[int], wanted: list[int] | None) -> list[int]:
 def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
               at_sizes: list[int] | None = None) -> list[Path]:
     """Write the figures for every (layer, test, variant) found; return the files written."""
+    plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     frames = []
@@ -142,6 +155,7 @@ def _plot_fairness(runs: list[tuple[str, pd.DataFrame, dict]], layer: str, test:
                    variant: str, chosen: list[int], out: Path, stem: str, title: str,
                    written: list[Path]) -> None:
     """Per-pair value at the largest pair count (bandwidth if measured, else latency p50)."""
+    plt = _pyplot()
     for label, df, _meta in runs:
         d = df[(df["layer"] == layer) & (df["test"] == test) & (df["status"] == "ok")
                & (df["variant"].fillna("") == variant) & (df["pair_id"] != "all")]

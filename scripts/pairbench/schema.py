@@ -12,45 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pairbench.columns import COLUMNS, SCHEMA_VERSION
 from pairbench.errors import UsageError
-
-SCHEMA_VERSION = 1
-
-COLUMNS: tuple[str, ...] = (
-    "schema_version",
-    "layer",
-    "test",
-    "variant",
-    "msg_size_bytes",
-    "pairs",
-    "pair_id",
-    "iterations",
-    "warmup_iterations",
-    "window",
-    "lat_kind",
-    "lat_us_min",
-    "lat_us_p50",
-    "lat_us_p90",
-    "lat_us_p99",
-    "lat_us_p999",
-    "lat_us_max",
-    "lat_us_mean",
-    "lat_us_stdev",
-    "bw_gbit_s",
-    "bw_mbyte_s",
-    "msg_rate_per_s",
-    "link_pct",
-    "start_skew_us",
-    "fairness",
-    "duration_s",
-    "host",
-    "peer",
-    "cpu",
-    "numa_node",
-    "status",
-    "flags",
-    "error",
-)
 
 # Columns the driver adds to every row of data.csv.
 DRIVER_COLUMNS: tuple[str, ...] = ("run_id", "repetition")
@@ -93,7 +56,7 @@ def parse_schema_header(path: Path) -> tuple[int, list[str]]:
     return int(m.group(1)), names
 
 
-def read_binary_schema(binary: Path | str, timeout_s: float = 30.0) -> tuple[int, list[str]]:
+def read_binary_schema(binary: Path | str, timeout_s: float = 120.0) -> tuple[int, list[str]]:
     """Run `BINARY --print-schema` and parse it."""
     try:
         proc = subprocess.run([str(binary), "--print-schema"], capture_output=True, text=True,

@@ -302,6 +302,17 @@ def _tee(stream, sink_path: Path) -> threading.Thread:
     return t
 
 
+def rig_reason(stderr: Path) -> str:
+    """The most telling line of the rig's stderr: the last 'error' line, else the last."""
+    try:
+        lines = [ln.strip() for ln in stderr.read_text(errors="replace").splitlines()
+                 if ln.strip()]
+    except OSError:
+        return ""
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or [""])[-1][:300]
+
+
 def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], run_dir: Path,
                  meta: dict, root: Path) -> int:
     """Boot the rig once and run the whole sweep inside it with the local launcher."""
@@ -333,8 +344,6 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
                 _kill_group(proc)
                 rig_error = f"Soft-RoCE rig timed out after {budget + 120:g} s (killed)"
             tee.join(timeout=5)
-    from pairbench.collect import last_line
-
     # The inner sweep wrote data.csv and metadata.json into run_dir (persisted by the rig).
     inner_meta: dict = {}
     if (run_dir / "metadata.json").is_file():
@@ -349,8 +358,7 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
                    strict=True))
     meaning = {124: " (deadline reached)", 125: " (rig failure)", 77: " (cannot run here)"}
     why = rig_error or (f"Soft-RoCE rig exited {rig_exit}{meaning.get(rig_exit or 0, '')} "
-                        "before this point ran: "
-                        f"{last_line(run_dir / 'raw' / 'rig.stderr')}")
+                        f"before this point ran: {rig_reason(run_dir / 'raw' / 'rig.stderr')}")
     missing = [error_rows(p, list(p.sizes), why, run_dir.name) for p in points
                if (p.test, str(p.pairs), str(p.repetition)) not in have]
     if missing:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[2] / "scripts"))
-from pairbench.schema import COLUMNS  # noqa: E402  (the driver's copy of core/pb_schema.h)
+from pairbench.columns import COLUMNS  # noqa: E402  (the driver's copy of core/pb_schema.h)
 
 TESTS = {"write_lat": "lat", "read_lat": "lat", "send_lat": "lat", "write_bw": "bw",
          "read_bw": "bw", "latency": "lat", "bw": "bw"}
