@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# pairbench-verbs tests; run by ctest (label verbs) inside the Soft-RoCE rig:
+#   scripts/softroce-run -- ctest --test-dir build -L verbs
+# usage: vb-test.sh CASE BINARY [ARGS...]
+#   rows TEST PAIRS [--bidir]   sizes {1, 4K, 64K}: schema-valid rows, sane, aggregate consistent
+#   validate                    --validate for every test, --validate-selftest must catch the flip
+#   mismatch                    server and client with different -n: rejected, option named
+#   baddev                      unknown device: exit 2 (77 expected where no device exists)
+#   noserver                    client without a server: non-zero exit within the deadline
+#   kill                        SIGKILL one worker: non-zero exit within the deadline, nothing left
+#   sigint                      Ctrl-C: exit 1, rows so far in the file, nothing left
+# Exit: 0 pass, 1 fail, 77 skip (no RDMA device: not inside the rig).
+set -u
+case_=$1; bin=$2; shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+me="vb-test $case_"
+fail() { echo "$me: FAIL: $*" >&2; exit 1; }
+info() { echo "$me: $*" >&2; }
+dev=${PB_RDMA_DEVICE:-}
+work=$(mktemp -d) || fail "mktemp"
+trap 'rm -rf "$work"' EXIT
+
+need_device() {
+    [ -n "$dev" ] || { echo "$me: SKIP: no RDMA device (PB_RDMA_DEVICE unset): run inside scripts/softroce-run" >&2; exit 77; }
+}
+common=(-d "$dev" --timeout 30 --allow-oversubscribe -q)
+
+# No process of ours may outlive a run; no shm segment may stay.
+leftovers() {
+    sleep 0.5
+    if pgrep -f "$bin" >/dev/null; then pgrep -af "$bin" >&2; fail "pairbench-verbs processes left behind"; fi
+    local now; now=$(ipcs -m | grep -c '^0x' || true)
+    [ "$now" -le "$1" ] || { ipcs -m >&2; fail "shared-memory segments left behind ($1 before, $now after)"; }
+}
+
+case $case_ in
+rows)
+    need_device
+    test=$1; pairs=$2; shift 2
+    n=20; [ "$pairs" -ge 4 ] && n=10
+    sizes=1,4096,65536; [ "$test" = atomic_lat ] && sizes=8   # atomics move 8 bytes
+    out=$work/rows.csv
+    timeout 240 "$bin" "${common[@]}" --loopback --test "$test" --pairs "$pairs" -s $sizes \
+        -n $n -w 3 -o "$out" "$@" || fail "$test pairs=$pairs exited $?"
+    python3 "$here/check_rows.py" --binary "$bin" --csv "$out" --test "$test" --pairs "$pairs" \
+        --sizes $sizes || fail "rows of $test pairs=$pairs"
+    ;;
+validate)
+    need_device
+    for t in write_lat read_lat send_lat write_bw read_bw send_bw loaded_lat; do
+        p=1; [ $t = loaded_lat ] && p=2
+        timeout 120 "$bin" "${common[@]}" --loopback --test $t --pairs $p -s 1,4K,64K -n 8 --validate \
+            2>"$work/v.err" || { cat "$work/v.err" >&2; fail "--validate $t exited $?"; }
+        grep -q "data OK" "$work/v.err" || fail "--validate $t printed no verdict"
+    done
+    for v in fadd cswap; do
+        timeout 120 "$bin" "${common[@]}" --loopback --test atomic_lat --variant $v -n 8 --validate \
+            2>"$work/v.err" || { cat "$work/v.err" >&2; fail "--validate atomic_lat $v exited $?"; }
+    done
+    for t in write_lat read_lat send_lat atomic_lat; do
+        timeout 120 "$bin" "${common[@]}" --loopback --test $t -n 4 --validate-selftest 2>"$work/v.err" ||
+            { cat "$work/v.err" >&2; fail "--validate-selftest $t exited $?"; }
+        grep -q "self-test OK" "$work/v.err" || fail "--validate-selftest $t: corruption not reported as detected"
+    done
+    info "validate and self-test passed for every test"
+    ;;
+mismatch)
+    need_device
+    ip=${PB_RDMA_IP:?PB_RDMA_IP unset}
+    timeout 60 "$bin" "${common[@]}" --server --test write_lat -n 10 -p 19100 2>"$work/s.err" &
+    spid=$!
+    timeout 60 "$bin" "${common[@]}" --connect "$ip" --test write_lat -n 20 -p 19100 2>"$work/c.err"
+    crc=$?
+    wait $spid; src=$?
+    cat "$work/c.err" "$work/s.err" >&2
+    [ $crc -eq 2 ] || fail "client exit $crc, expected 2 (options differ)"
+    [ $src -ne 0 ] || fail "server exit 0 after rejecting the client"
+    grep -q -- "--iterations" "$work/c.err" || fail "client message does not name --iterations"
+    ;;
+baddev)
+    if [ -z "$dev" ] && [ ! -d /sys/class/infiniband ] || [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+        want=77
+    else
+        want=2
+    fi
+    timeout 60 "$bin" -d no_such_dev0 --loopback --test write_lat 2>"$work/e"; rc=$?
+    cat "$work/e" >&2
+    [ $rc -eq $want ] || fail "exit $rc, expected $want"
+    [ $want -eq 77 ] || grep -q "unknown device 'no_such_dev0'" "$work/e" || fail "message does not name the device"
+    ;;
+noserver)
+    need_device
+    start=$(date +%s)
+    timeout 60 "$bin" "${common[@]}" --timeout 4 --connect "${PB_RDMA_IP:?}" -p 19200 --test write_lat 2>"$work/e"; rc=$?
+    took=$(( $(date +%s) - start ))
+    cat "$work/e" >&2
+    [ $rc -eq 1 ] || fail "exit $rc, expected 1"
+    [ $took -le 20 ] || fail "took $took s with --timeout 4"
+    grep -q "no server answered" "$work/e" || fail "message does not say that no server answered"
+    ;;
+kill)
+    need_device
+    before=$(ipcs -m | grep -c '^0x' || true)
+    "$bin" "${common[@]}" --timeout 10 --loopback --test write_lat --pairs 2 -s 8 -n 100000000 \
+        -o "$work/k.csv" 2>"$work/e" &
+    lpid=$!
+    for _ in $(seq 100); do
+        kids=$(pgrep -P $lpid | wc -l); [ "$kids" -ge 4 ] && break; sleep 0.1
+    done
+    sleep 3
+    victim=$(pgrep -P $lpid | tail -1)
+    [ -n "$victim" ] || fail "no worker to kill"
+    kill -9 "$victim"
+    start=$(date +%s)
+    for _ in $(seq 400); do kill -0 $lpid 2>/dev/null || break; sleep 0.1; done
+    kill -0 $lpid 2>/dev/null && { kill -9 $lpid; fail "launcher still running 40 s after the kill"; }
+    wait $lpid; rc=$?
+    cat "$work/e" >&2
+    [ $rc -ne 0 ] || fail "exit 0 after a worker was killed"
+    grep -q "died" "$work/e" || fail "no message naming the dead worker"
+    info "exit $rc $(( $(date +%s) - start )) s after the kill"
+    leftovers "$before"
+    ;;
+sigint)
+    need_device
+    before=$(ipcs -m | grep -c '^0x' || true)
+    setsid "$bin" "${common[@]}" --loopback --test write_lat -s 1,2,4,8,16,32,64,128,256,512 -n 200 \
+        -o "$work/i.csv" 2>"$work/e" &
+    lpid=$!
+    for _ in $(seq 100); do grep -q ',ok,' "$work/i.csv" 2>/dev/null && break; sleep 0.1; done
+    kill -INT -- -$lpid
+    for _ in $(seq 400); do kill -0 $lpid 2>/dev/null || break; sleep 0.1; done
+    kill -0 $lpid 2>/dev/null && { kill -9 -- -$lpid; fail "still running 40 s after SIGINT"; }
+    wait $lpid; rc=$?
+    cat "$work/e" >&2
+    [ $rc -eq 1 ] || fail "exit $rc after SIGINT, expected 1"
+    grep -q ',ok,' "$work/i.csv" || fail "rows measured before SIGINT are missing"
+    grep -q ',error,' "$work/i.csv" || fail "no error row for the interrupted point"
+    leftovers "$before"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+info "PASS"
+exit 0
