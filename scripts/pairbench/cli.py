@@ -1,12 +1,27 @@
-"""The `pairbench` command line: sweep | plot | compare | accept | report | default."""
+"""The `pairbench` command line: sweep | plot | compare | accept | report | default.
+
+Only the module of the chosen subcommand is imported: `sweep` runs inside the emulated
+VM, where importing pandas or matplotlib alone would cost about a minute.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from pairbench import __version__
 from pairbench.errors import UsageError
+
+SUBCOMMANDS = {
+    "sweep": ("sweep", "run_sweep", "run sizes x pairs x tests into a new run directory"),
+    "plot": ("plot", "run_plot", "PNG and SVG plots of a run"),
+    "compare": ("compare", "run_compare", "BASE vs NEW: ratios and a noise-aware verdict"),
+    "accept": ("accept", "run_accept", "check a run against an acceptance spec"),
+    "report": ("report", "run_report", "one self-contained HTML report"),
+    "default": ("default", "run_default", "the embedded default run (verbs on the Soft-RoCE "
+                "rig, MPI on this node, plots, reports); also `pairbench` alone"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -17,36 +32,31 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from pairbench import accept, compare, default, plot, report, sweep
-
-    p = _Parser(prog="pairbench", description=__doc__)
+def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `wanted`, only that subcommand's module is imported."""
+    p = _Parser(prog="pairbench", description="pairbench driver: sweep, plot, compare, "
+                "accept, report (see docs/driver.md)")
     p.add_argument("--version", action="version", version=f"pairbench {__version__}")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
-    sweep.add_arguments(sub.add_parser("sweep", help="run sizes x pairs x tests into a new run "
-                                       "directory"))
-    plot.add_arguments(sub.add_parser("plot", help="PNG and SVG plots of a run"))
-    compare.add_arguments(sub.add_parser("compare", help="BASE vs NEW: ratios and a "
-                                         "noise-aware verdict"))
-    accept.add_arguments(sub.add_parser("accept", help="check a run against an acceptance spec"))
-    report.add_arguments(sub.add_parser("report", help="one self-contained HTML report"))
-    default.add_arguments(sub.add_parser("default", help="the embedded default run (verbs on "
-                                         "the Soft-RoCE rig, MPI on this node, plots, reports)"))
+    for name, (module, _func, help_text) in SUBCOMMANDS.items():
+        sp = sub.add_parser(name, help=help_text)
+        if wanted is None or wanted == name:
+            importlib.import_module(f"pairbench.{module}").add_arguments(sp)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pairbench import accept, compare, default, plot, report, sweep
-
-    parser = build_parser()
-    ns = parser.parse_args(argv)
-    handlers = {"sweep": sweep.run_sweep, "plot": plot.run_plot, "compare": compare.run_compare,
-                "accept": accept.run_accept, "report": report.run_report,
-                "default": default.run_default, None: default.run_default}
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        args = ["default"]
+    wanted = args[0] if args[0] in SUBCOMMANDS else None
+    ns = build_parser(wanted).parse_args(args)
     if ns.command is None:
-        ns = parser.parse_args(["default", *(argv if argv is not None else sys.argv[1:])])
+        ns = build_parser("default").parse_args(["default", *args])
+    module, func, _ = SUBCOMMANDS[ns.command]
+    handler = getattr(importlib.import_module(f"pairbench.{module}"), func)
     try:
-        return handlers[ns.command](ns)
+        return handler(ns)
     except UsageError as exc:
         print(f"pairbench {ns.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -6,16 +6,19 @@ gets one row with status=error and the reason.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
 from pathlib import Path
 
-import pandas as pd
-
+from pairbench.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
 from pairbench.plan import Point
 from pairbench.run import PointResult
-from pairbench.schema import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
+
+# Rows are plain dicts of strings here: the sweep runs inside the emulated VM, where
+# importing pandas alone costs about a minute.
+Row = dict[str, str]
 
 EXIT_MEANING = {1: "runtime failure", 2: "invalid input", 77: "cannot run here",
                 255: "ssh failed: host unreachable or login refused"}
@@ -65,7 +68,7 @@ def failure_reason(result: PointResult, run_dir: Path) -> str | None:
     return None
 
 
-def error_rows(point: Point, sizes: list[int], reason: str, run_id: str) -> pd.DataFrame:
+def error_rows(point: Point, sizes: list[int], reason: str, run_id: str) -> list[Row]:
     """One error row per size: the keys filled in, measurements empty."""
     rows = []
     for size in sizes:
@@ -74,11 +77,17 @@ def error_rows(point: Point, sizes: list[int], reason: str, run_id: str) -> pd.D
                    msg_size_bytes=str(size), pairs=str(point.pairs), pair_id="all",
                    status="error", error=reason, run_id=run_id, repetition=str(point.repetition))
         rows.append(row)
-    return pd.DataFrame(rows, columns=list(ALL_COLUMNS))
+    return rows
 
 
-def read_point_csv(point: Point, run_dir: Path) -> tuple[pd.DataFrame | None, str | None]:
-    """The rows the executable produced (strings), or (None, reason) if unusable."""
+def parse_csv_text(text: str) -> tuple[list[str], list[Row]]:
+    reader = csv.DictReader(io.StringIO(text))
+    rows = [{k: (v or "") for k, v in r.items() if k is not None} for r in reader]
+    return list(reader.fieldnames or []), rows
+
+
+def read_point_csv(point: Point, run_dir: Path) -> tuple[list[Row] | None, str | None]:
+    """The rows the executable produced, or (None, reason) if unusable."""
     path = run_dir / (point.csv if point.csv else point.data_side.stdout)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -87,41 +96,55 @@ def read_point_csv(point: Point, run_dir: Path) -> tuple[pd.DataFrame | None, st
     if not text.strip():
         return None, None
     try:
-        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        return None, f"unreadable CSV output ({str(exc).splitlines()[0]})"
-    if list(df.columns) != list(COLUMNS):
-        missing = [c for c in COLUMNS if c not in df.columns]
-        extra = [c for c in df.columns if c not in COLUMNS]
+        header, rows = parse_csv_text(text)
+    except csv.Error as exc:
+        return None, f"unreadable CSV output ({exc})"
+    if header != list(COLUMNS):
+        missing = [c for c in COLUMNS if c not in header]
+        extra = [c for c in header if c not in COLUMNS]
         return None, (f"output columns differ from the schema (missing {missing or 'none'}, "
                       f"unexpected {extra or 'none'})")
-    bad = df["schema_version"].str.strip() != str(SCHEMA_VERSION)
-    if bad.any():
-        return None, f"output has schema_version {df['schema_version'][bad].iloc[0]!r}"
-    return df, None
+    bad = [r["schema_version"] for r in rows if r["schema_version"].strip() != str(SCHEMA_VERSION)]
+    if bad:
+        return None, f"output has schema_version {bad[0]!r}"
+    return rows, None
 
 
-def collect_point(result: PointResult, run_dir: Path, run_id: str) -> pd.DataFrame:
+def collect_point(result: PointResult, run_dir: Path, run_id: str) -> list[Row]:
     """Rows for one point: what the executable wrote plus error rows for missing sizes."""
     p = result.point
     reason = failure_reason(result, run_dir)
-    df, csv_problem = read_point_csv(p, run_dir)
+    rows, csv_problem = read_point_csv(p, run_dir)
     if csv_problem:
         reason = f"{reason}; {csv_problem}" if reason else csv_problem
-        df = None
-    if df is None:
+        rows = None
+    if rows is None:
         return error_rows(p, list(p.sizes), reason or "no output rows", run_id)
-    df = df.copy()
-    df["run_id"] = run_id
-    df["repetition"] = str(p.repetition)
-    have = set(pd.to_numeric(df.loc[df["pair_id"] == "all", "msg_size_bytes"],
-                             errors="coerce").dropna().astype(int))
+    out = [{**{c: r.get(c, "") for c in COLUMNS}, "run_id": run_id,
+            "repetition": str(p.repetition)} for r in rows]
+    have = set()
+    for r in out:
+        if r["pair_id"] == "all" and r["msg_size_bytes"].strip().isdigit():
+            have.add(int(r["msg_size_bytes"]))
     missing = [s for s in p.sizes if s not in have]
     if missing:
         why = reason or "the executable exited 0 but wrote no row for this size"
-        df = pd.concat([df, error_rows(p, missing, why, run_id)], ignore_index=True)
-    return df[list(ALL_COLUMNS)]
+        out += error_rows(p, missing, why, run_id)
+    return out
 
 
-def frame_to_csv(df: pd.DataFrame) -> str:
-    return df.to_csv(index=False, lineterminator="\n")
+def rows_to_csv(rows: list[Row]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(ALL_COLUMNS), lineterminator="\n",
+                       extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def read_rows(path: Path) -> list[Row]:
+    """data.csv of a run as plain rows ([] if absent or unreadable)."""
+    try:
+        return parse_csv_text(path.read_text(encoding="utf-8", errors="replace"))[1]
+    except (OSError, csv.Error):
+        return []

@@ -38,3 +38,6 @@ COLUMNS: tuple[str, ...] = (
     "flags",
     "error",
 )
+
+# Columns the driver adds to every row of data.csv.
+DRIVER_COLUMNS: tuple[str, ...] = ("run_id", "repetition")

@@ -85,6 +85,8 @@ def _pci_info(dev: Path) -> dict:
     pci = dev / "device"
     out: dict = {"pci_address": None, "pcie_link_speed": _read(pci / "current_link_speed"),
                  "pcie_link_width": _read(pci / "current_link_width"), "max_read_req": None}
+    if not pci.exists():  # e.g. rxe: no PCI device behind it
+        return out
     try:
         out["pci_address"] = pci.resolve().name
     except OSError:

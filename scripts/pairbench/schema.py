@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from pairbench.columns import COLUMNS, SCHEMA_VERSION
+from pairbench.columns import (
+    COLUMNS,
+    SCHEMA_VERSION,
+)
 from pairbench.errors import UsageError
 
-# Columns the driver adds to every row of data.csv.
-DRIVER_COLUMNS: tuple[str, ...] = ("run_id", "repetition")
+if TYPE_CHECKING:  # pandas is imported where it is used: the sweep must not need it
+    import pandas as pd
 
 INT_COLUMNS = frozenset(
     {"schema_version", "msg_size_bytes", "pairs", "iterations", "warmup_iterations", "window",
@@ -82,6 +84,8 @@ def check_schema(version: int, columns: list[str], where: str) -> None:
 
 def read_csv_text(path: Path) -> pd.DataFrame:
     """Read a CSV with every cell as a string ('' for empty)."""
+    import pandas as pd
+
     try:
         return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
     except pd.errors.EmptyDataError:
@@ -97,6 +101,8 @@ def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
     Numeric columns become float (NaN = empty cell = does not apply); pair_id stays a string
     ('all' or an integer); repetition becomes int (1 when absent).
     """
+    import pandas as pd
+
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise UsageError(f"{where}: missing column(s) {', '.join(missing)}")

@@ -22,17 +22,16 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
-
 from pairbench import fingerprint
 from pairbench.collect import (
-    ALL_COLUMNS,
+    Row,
     atomic_write_json,
     atomic_write_text,
     collect_point,
     error_rows,
     failure_reason,
-    frame_to_csv,
+    read_rows,
+    rows_to_csv,
 )
 from pairbench.errors import UsageError
 from pairbench.plan import DEFAULT_LAUNCHER_CMD, LAUNCHERS, LAYERS, Point, SweepConfig, plan_sweep
@@ -167,17 +166,17 @@ def point_record(res: PointResult, run_dir: Path, reason: str | None) -> dict:
 
 
 def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, meta: dict,
-            fail_fast: bool, show_progress: bool) -> pd.DataFrame:
+            fail_fast: bool, show_progress: bool) -> list[Row]:
     """Run every point in order, writing data.csv and metadata.json after each one."""
     (run_dir / "raw").mkdir(exist_ok=True)
-    frames: list[pd.DataFrame] = []
+    data: list[Row] = []
     meta["points"] = []
     stop_reason: str | None = None
     with SweepProgress(len(points), enabled=show_progress) as prog:
         for p in points:
             label = f"{p.test} pairs={p.pairs} rep={p.repetition}"
             if stop_reason:
-                frames.append(error_rows(p, list(p.sizes), stop_reason, run_id))
+                data += error_rows(p, list(p.sizes), stop_reason, run_id)
                 meta["points"].append({"name": p.name, "status": "error", "reason": stop_reason})
                 prog.finished(label, "not run", 0.0)
                 continue
@@ -185,25 +184,24 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
             res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)))
             reason = failure_reason(res, run_dir)
             rows = collect_point(res, run_dir, run_id)
-            frames.append(rows)
-            bad = rows["status"] != "ok"
-            if reason is None and bad.any():
-                reason = f"{int(bad.sum())} error row(s)"
+            data += rows
+            n_bad = sum(r["status"] != "ok" for r in rows)
+            if reason is None and n_bad:
+                reason = f"{n_bad} error row(s)"
             meta["points"].append(point_record(res, run_dir, reason))
-            atomic_write_text(run_dir / "data.csv", frame_to_csv(pd.concat(frames)))
+            atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
             atomic_write_json(run_dir / "metadata.json", meta)
             prog.finished(label, "ok" if reason is None else f"error: {reason}", res.elapsed_s)
             if reason is not None and fail_fast:
                 stop_reason = f"not run: --fail-fast after {p.name} failed ({reason})"
-    data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=ALL_COLUMNS)
     meta["pinning"] = {r["name"]: r["env_record"].get("pinning", r["env_record"].get("pairs"))
                        for r in meta["points"] if isinstance(r.get("env_record"), dict)}
     return data
 
 
-def finish(run_dir: Path, data: pd.DataFrame, meta: dict) -> int:
-    atomic_write_text(run_dir / "data.csv", frame_to_csv(data))
-    n_err = int((data["status"] != "ok").sum())
+def finish(run_dir: Path, data: list[Row], meta: dict) -> int:
+    atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
+    n_err = sum(r.get("status") != "ok" for r in data)
     meta["finished"] = now_iso()
     meta["status"] = "complete" if n_err == 0 else "complete_with_errors"
     meta["rows"] = len(data)
@@ -351,18 +349,14 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
             inner_meta = json.loads((run_dir / "metadata.json").read_text())
         except ValueError:
             inner_meta = {}
-    data = pd.DataFrame(columns=ALL_COLUMNS)
-    if (run_dir / "data.csv").is_file():
-        data = pd.read_csv(run_dir / "data.csv", dtype=str, keep_default_na=False, na_values=[])
-    have = set(zip(data.get("test", []), data.get("pairs", []), data.get("repetition", []),
-                   strict=True))
+    data = read_rows(run_dir / "data.csv")
+    have = {(r.get("test"), r.get("pairs"), r.get("repetition")) for r in data}
     meaning = {124: " (deadline reached)", 125: " (rig failure)", 77: " (cannot run here)"}
     why = rig_error or (f"Soft-RoCE rig exited {rig_exit}{meaning.get(rig_exit or 0, '')} "
                         f"before this point ran: {rig_reason(run_dir / 'raw' / 'rig.stderr')}")
-    missing = [error_rows(p, list(p.sizes), why, run_dir.name) for p in points
-               if (p.test, str(p.pairs), str(p.repetition)) not in have]
-    if missing:
-        data = pd.concat([data, *missing], ignore_index=True)
+    for p in points:
+        if (p.test, str(p.pairs), str(p.repetition)) not in have:
+            data += error_rows(p, list(p.sizes), why, run_dir.name)
     meta = inner_meta if inner_meta.get("points") is not None else meta
     meta["config"] = asdict(cfg)
     meta["rig"] = {"argv": argv, "exit_code": rig_exit, "error": rig_error,
