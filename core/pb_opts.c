@@ -252,8 +252,10 @@ static int pb_opts_defaults(const struct pb_opt *t, size_t n, void *params)
 	return 0;
 }
 
-int pb_opts_parse(const struct pb_opt *t, size_t n, int argc, char **argv, void *params,
-		  struct pb_opts_result *res)
+#define PB_OPTS_FAIL(...) (snprintf(msg, msglen, __VA_ARGS__), -EINVAL)
+
+int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, void *params,
+		      struct pb_opts_result *res, char *msg, size_t msglen)
 {
 	char err[512];
 	int rc = pb_opts_defaults(t, n, params);
@@ -265,8 +267,7 @@ int pb_opts_parse(const struct pb_opt *t, size_t n, int argc, char **argv, void 
 		char shown[64];
 
 		if (arg[0] != '-' || !arg[1] || (arg[1] == '-' && !arg[2])) {
-			pb_log_error("unexpected argument '%s' (options start with '-'; see --help)", arg);
-			return -EINVAL;
+			return PB_OPTS_FAIL("unexpected argument '%s' (options start with '-'; see --help)", arg);
 		}
 		if (arg[1] == '-') {
 			eq = strchr(arg + 2, '=');
@@ -282,25 +283,35 @@ int pb_opts_parse(const struct pb_opt *t, size_t n, int argc, char **argv, void 
 				snprintf(shown, sizeof(shown), "-%c (--%s)", arg[1], o->name);
 		}
 		if (!o) {
-			pb_log_error("unknown option '%s' (see --help)", arg);
-			return -EINVAL;
+			return PB_OPTS_FAIL("unknown option '%s' (see --help)", arg);
 		}
 		if (o->type == PB_OPT_FLAG && val) {
-			pb_log_error("option %s takes no value", shown);
-			return -EINVAL;
+			return PB_OPTS_FAIL("option %s takes no value", shown);
 		}
 		if (o->type != PB_OPT_FLAG && !val) {
-			if (i + 1 >= argc) {
-				pb_log_error("option %s needs a value (%s)", shown, o->metavar ? o->metavar : "VALUE");
-				return -EINVAL;
-			}
+			if (i + 1 >= argc)
+				return PB_OPTS_FAIL("option %s needs a value (%s)", shown,
+						    o->metavar ? o->metavar : "VALUE");
 			val = argv[++i];
 		}
 		rc = pb_opt_store(o, val, params, err, sizeof(err));
 		if (rc)
-			pb_log_error("invalid value for %s: %s", shown, err);
+			return PB_OPTS_FAIL("invalid value for %s: %s", shown, err);
 		res->set_mask |= 1ull << (o - t);
 	}
+	if (rc)
+		snprintf(msg, msglen, "internal error in the option table's defaults");
+	return rc;
+}
+
+int pb_opts_parse(const struct pb_opt *t, size_t n, int argc, char **argv, void *params,
+		  struct pb_opts_result *res)
+{
+	char msg[768];
+	int rc = pb_opts_parse_msg(t, n, argc, argv, params, res, msg, sizeof(msg));
+
+	if (rc)
+		pb_log_error("%s", msg);
 	return rc;
 }
 

@@ -60,6 +60,13 @@ struct pb_opts_result {
 int pb_opts_parse(const struct pb_opt *table, size_t n, int argc, char **argv, void *params,
 		  struct pb_opts_result *res);
 
+/*
+ * Same, but the error line goes into msg[0..msglen) instead of stderr
+ * (e.g. so that only MPI rank 0 prints it).
+ */
+int pb_opts_parse_msg(const struct pb_opt *table, size_t n, int argc, char **argv, void *params,
+		      struct pb_opts_result *res, char *msg, size_t msglen);
+
 /* True if the option with this long name was given by the user. */
 bool pb_opts_given(const struct pb_opt *table, size_t n, const struct pb_opts_result *res,
 		   const char *name);
