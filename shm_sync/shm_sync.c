@@ -14,12 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <linux/futex.h>
 #include <sys/shm.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SHM_SYNC_MAGIC 0x70627379u /* "pbsy" */
 #define SHM_SYNC_LINE 64
 #define SHM_SYNC_SPINS 256          /* busy polls before yielding */
+#define SHM_SYNC_YIELDS 64          /* sched_yield() calls before sleeping on the futex */
+#define SHM_SYNC_SLEEP_NS 1000000   /* futex sleep slice: bounds abort/deadline reaction */
 #define SHM_SYNC_LIVENESS_NS 2000000 /* check dead members every 2 ms */
 
 static inline void shm_sync_cpu_relax(void)
@@ -45,12 +49,26 @@ struct shm_sync_hdr {
 	uint64_t total_bytes;
 	alignas(SHM_SYNC_LINE) _Atomic uint32_t arrived;
 	alignas(SHM_SYNC_LINE) _Atomic uint32_t generation;
+	_Atomic uint32_t sleepers;  /* waiters inside futex_wait on generation */
 	alignas(SHM_SYNC_LINE) _Atomic uint32_t joined;
 	alignas(SHM_SYNC_LINE) _Atomic int32_t aborted;
 	int32_t abort_member;
 	char abort_reason[200];
 	alignas(SHM_SYNC_LINE) struct shm_sync_member member[];
 };
+
+/* Shared (not private) futex: the word lives in a segment mapped by several processes. */
+static void shm_sync_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull) };
+
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, expected, &ts, NULL, 0);
+}
+
+static void shm_sync_futex_wake(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
 
 struct shm_sync {
 	int shmid;
@@ -184,6 +202,7 @@ void shm_sync_abort(struct shm_sync *s, int member, const char *reason)
 		s->hdr->abort_member = member;
 		snprintf(s->hdr->abort_reason, sizeof(s->hdr->abort_reason), "%s", reason ? reason : "aborted");
 		atomic_store_explicit(&s->hdr->aborted, 1, memory_order_release);
+		shm_sync_futex_wake(&s->hdr->generation); /* sleepers see the abort at once */
 	}
 }
 
@@ -245,7 +264,7 @@ int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, u
 	struct shm_sync_hdr *h = s->hdr;
 	uint32_t gen = atomic_load_explicit(&h->generation, memory_order_acquire);
 	uint64_t start = pb_clock_now_ns(), next_check = start + SHM_SYNC_LIVENESS_NS, now;
-	unsigned spins = 0;
+	unsigned spins = 0, yields = 0;
 
 	if (member >= h->members)
 		return -EINVAL;
@@ -255,7 +274,9 @@ int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, u
 	if (atomic_fetch_add_explicit(&h->arrived, 1, memory_order_acq_rel) + 1 == h->members) {
 		/* Last to arrive: reset the count, then open the next generation. */
 		atomic_store_explicit(&h->arrived, 0, memory_order_relaxed);
-		atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
+		atomic_fetch_add(&h->generation, 1); /* seq_cst: ordered before the sleepers read */
+		if (atomic_load(&h->sleepers))
+			shm_sync_futex_wake(&h->generation);
 	} else {
 		while (atomic_load_explicit(&h->generation, memory_order_acquire) == gen) {
 			if (atomic_load_explicit(&h->aborted, memory_order_acquire))
@@ -264,7 +285,19 @@ int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, u
 				shm_sync_cpu_relax();
 				continue;
 			}
-			sched_yield();
+			if (++yields < SHM_SYNC_YIELDS) {
+				sched_yield();
+			} else {
+				/*
+				 * Oversubscribed and still waiting: sleep on the generation
+				 * word so the members we wait for get the CPU (a yield loop
+				 * can burn whole time slices on a busy machine).  The futex
+				 * re-checks the word, so a wake-up cannot be lost.
+				 */
+				atomic_fetch_add(&h->sleepers, 1);
+				shm_sync_futex_wait(&h->generation, gen, SHM_SYNC_SLEEP_NS);
+				atomic_fetch_sub(&h->sleepers, 1);
+			}
 			now = pb_clock_now_ns();
 			if (now - start > timeout_ns) {
 				char why[128];

@@ -11,8 +11,9 @@
  *
  * The barrier counts generations with C11 atomics; the arrival counter, the
  * generation and the abort flag sit on separate cache lines.  A waiter spins
- * briefly, then calls sched_yield() (machines may be oversubscribed).  Every
- * wait has a deadline.  While waiting it watches the abort flag and whether
+ * briefly, then calls sched_yield() a few times, then sleeps on a futex on
+ * the generation word in 1 ms slices (machines may be oversubscribed: the
+ * members it waits for need the CPU).  Every wait has a deadline.  While waiting it watches the abort flag and whether
  * the members that have not arrived are still alive, so one failed or dead
  * member makes every other member's barrier return an error promptly.
  */
