@@ -43,6 +43,7 @@ class SweepConfig:
     launcher_args: tuple[str, ...] = ()
     remote_binary: str | None = None
     as_root: bool = False
+    connect_addr: str | None = None  # verbs: address of the server's RDMA device
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,16 @@ def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
     return args + list(cfg.exe_args)
 
 
+def verbs_connect(cfg: SweepConfig) -> list[str]:
+    """Two-sided verbs launches: the client connects to the server's device address
+    (--connect-addr, else the first host); rank 0 is the server, rank 1 the client."""
+    addr = cfg.connect_addr or (cfg.hosts[0] if cfg.hosts else None)
+    if addr is None:
+        raise UsageError(f"--layer verbs --launcher {cfg.launcher} needs --hosts A,B or "
+                         "--connect-addr (the server's RDMA device address)")
+    return ["--connect", addr]
+
+
 def mpirun_argv(cfg: SweepConfig, pairs: int, exe: list[str]) -> list[str]:
     """mpirun: 2P ranks for the MPI layer; for verbs one rank per side (each forks P workers)."""
     argv = [cfg.launcher_cmd or "mpirun", "--oversubscribe"]
@@ -128,7 +139,7 @@ def srun_argv(cfg: SweepConfig, pairs: int, exe: list[str]) -> list[str]:
 
 
 def ssh_argvs(cfg: SweepConfig, exe_args: list[str]) -> tuple[list[str], list[str]]:
-    """ssh: server on hosts[0], client with --connect hosts[0] on hosts[1].
+    """ssh: server (--server) on hosts[0], client (--connect ADDR) on hosts[1].
 
     ssh hands its command to the remote shell, so the remote argv is quoted with
     shlex.join: every element stays one argument whatever it contains.
@@ -138,8 +149,8 @@ def ssh_argvs(cfg: SweepConfig, exe_args: list[str]) -> tuple[list[str], list[st
     server_host, client_host = cfg.hosts
     remote = [cfg.remote_binary or cfg.binary, *exe_args]
     ssh = [cfg.launcher_cmd or "ssh", *SSH_OPTIONS, *cfg.launcher_args]
-    server = [*ssh, server_host, "--", shlex.join(remote)]
-    client = [*ssh, client_host, "--", shlex.join([*remote, "--connect", server_host])]
+    server = [*ssh, server_host, "--", shlex.join([*remote, "--server"])]
+    client = [*ssh, client_host, "--", shlex.join([*remote, *verbs_connect(cfg)])]
     return server, client
 
 
@@ -160,10 +171,12 @@ def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int) ->
         if cfg.launcher in ("local", "softroce"):
             argv = exe + (["--loopback"] if cfg.layer == "verbs" else [])
         elif cfg.launcher == "mpirun":
-            argv = mpirun_argv(cfg, pairs, exe)
+            argv = mpirun_argv(cfg, pairs, exe + (verbs_connect(cfg) if cfg.layer == "verbs"
+                                                  else []))
             env = OMPI_ROOT_ENV if cfg.as_root else ()
         elif cfg.launcher == "srun":
-            argv = srun_argv(cfg, pairs, exe)
+            argv = srun_argv(cfg, pairs, exe + (verbs_connect(cfg) if cfg.layer == "verbs"
+                                                else []))
         else:
             raise UsageError(f"unknown launcher {cfg.launcher!r} (one of {', '.join(LAUNCHERS)})")
         sides = (Side("main", tuple(argv), f"{raw}.stdout", f"{raw}.stderr"),)

@@ -69,6 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rig-inner", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--binary", default=None, help="executable (default build/bin/pairbench-LAYER)")
     p.add_argument("--remote-binary", default=None, help="ssh: executable path on the hosts")
+    p.add_argument("--connect-addr", default=None, help="verbs with ssh/mpirun/srun: address "
+                   "of the server's RDMA device (default: the first host)")
     p.add_argument("--launcher-cmd", default=None,
                    help="path of mpirun/srun/ssh or of the Soft-RoCE rig to use")
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
@@ -106,7 +108,8 @@ def config_from_args(ns: argparse.Namespace, run_dir: Path, root: Path) -> Sweep
         duration_s=ns.duration, pin=ns.pin, pin_list=ns.pin_list,
         allow_oversubscribe=ns.allow_oversubscribe, exe_args=tuple(ns.exe_arg),
         launcher_cmd=ns.launcher_cmd, launcher_args=tuple(ns.launcher_arg),
-        remote_binary=ns.remote_binary, as_root=(os.geteuid() == 0))
+        remote_binary=ns.remote_binary, as_root=(os.geteuid() == 0),
+        connect_addr=ns.connect_addr)
 
 
 def new_run_dir(results_dir: Path) -> Path:
@@ -165,6 +168,19 @@ def point_record(res: PointResult, run_dir: Path, reason: str | None) -> dict:
             "env_record": env_record}
 
 
+PINNING_KEYS = ("pinning", "workers", "ranks")  # fake, pairbench-verbs, pairbench-mpi
+
+
+def pinning_of(env_record: object) -> list | None:
+    """Per-process placement from an --env-json record (None = not recorded)."""
+    if not isinstance(env_record, dict):
+        return None
+    for key in PINNING_KEYS:
+        if isinstance(env_record.get(key), list):
+            return env_record[key]
+    return None
+
+
 def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, meta: dict,
             fail_fast: bool, show_progress: bool) -> list[Row]:
     """Run every point in order, writing data.csv and metadata.json after each one."""
@@ -194,8 +210,8 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
             prog.finished(label, "ok" if reason is None else f"error: {reason}", res.elapsed_s)
             if reason is not None and fail_fast:
                 stop_reason = f"not run: --fail-fast after {p.name} failed ({reason})"
-    meta["pinning"] = {r["name"]: r["env_record"].get("pinning", r["env_record"].get("pairs"))
-                       for r in meta["points"] if isinstance(r.get("env_record"), dict)}
+    meta["pinning"] = {r["name"]: pinning_of(r.get("env_record")) for r in meta["points"]
+                       if "env_record" in r}
     return data
 
 

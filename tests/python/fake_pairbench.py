@@ -89,6 +89,7 @@ def main() -> int:
     ap.add_argument("--list-tests", action="store_true")
     ap.add_argument("--loopback", action="store_true")
     ap.add_argument("--connect")
+    ap.add_argument("--server", action="store_true")
     try:
         a = ap.parse_args()
     except SystemExit as exc:

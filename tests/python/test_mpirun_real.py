@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 from conftest import REPO, cli
 from pairbench.schema import load_run
 
-MPI_BIN = REPO / "build" / "bin" / "pairbench-mpi"
+# PAIRBENCH_BIN_DIR points at another build (default build/bin).
+MPI_BIN = Path(os.environ.get("PAIRBENCH_BIN_DIR", REPO / "build" / "bin")) / "pairbench-mpi"
 
 
 def test_real_sweep_through_mpirun(tmp_path: Path) -> None:
@@ -22,6 +24,7 @@ def test_real_sweep_through_mpirun(tmp_path: Path) -> None:
     proc = cli("sweep", "--layer", "mpi", "--test", "latency", "--sizes", "8,1K",
                "--pairs", "1,2", "--iterations", "200", "--warmup", "20",
                "--launcher", "mpirun", "--allow-oversubscribe", "--timeout", "120",
+               "--binary", str(MPI_BIN),
                "--results-dir", str(tmp_path), "--no-progress", timeout=600)
     run_dir = Path(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else None
     assert run_dir is not None and run_dir.is_dir(), proc.stderr

@@ -73,12 +73,17 @@ def test_mpirun_argv() -> None:
     v = plan_sweep(cfg(layer="verbs", launcher="mpirun", hosts=("a", "b")))[2]
     assert list(v.sides[0].argv[:8]) == ["mpirun", "--oversubscribe", "-np", "2", "--map-by",
                                           "node", "-H", "a,b"]
+    assert list(v.sides[0].argv[-2:]) == ["--connect", "a"]  # rank 0 = server on a
+    v = plan_sweep(cfg(layer="verbs", launcher="mpirun", connect_addr="10.0.0.1"))[0]
+    assert list(v.sides[0].argv[-2:]) == ["--connect", "10.0.0.1"]
+    with pytest.raises(UsageError, match="--connect-addr"):
+        plan_sweep(cfg(layer="verbs", launcher="mpirun"))
 
 
 def test_srun_argv() -> None:
     p = plan_sweep(cfg(launcher="srun", hosts=("c1", "c2")))[1]  # pairs=2
     assert list(p.sides[0].argv[:6]) == ["srun", "-N2", "-n", "4", "--nodelist", "c1,c2"]
-    v = plan_sweep(cfg(layer="verbs", launcher="srun"))[0]
+    v = plan_sweep(cfg(layer="verbs", launcher="srun", hosts=("c1", "c2")))[0]
     assert list(v.sides[0].argv[:5]) == ["srun", "-N2", "-n", "2", "--ntasks-per-node=1"]
 
 
@@ -93,6 +98,7 @@ def test_ssh_argv_server_and_client_quoted() -> None:
     assert client[5] == "hostB" and server[6] == client[6] == "--"
     remote_server, remote_client = shlex.split(server[7]), shlex.split(client[7])
     assert remote_server[0] == "/b/pairbench-verbs"
+    assert remote_server[-1] == "--server"
     assert "a b; rm -rf /" in remote_server  # one argument, not shell syntax
     assert remote_client[-2:] == ["--connect", "hostA"]
     assert "--output" not in remote_server  # rows come back on the client's stdout

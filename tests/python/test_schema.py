@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from conftest import FAKE, REPO
@@ -13,7 +16,8 @@ from pairbench.schema import (
     read_binary_schema,
 )
 
-BIN = REPO / "build" / "bin"
+# PAIRBENCH_BIN_DIR points at another build (default build/bin).
+BIN = Path(os.environ.get("PAIRBENCH_BIN_DIR", REPO / "build" / "bin"))
 
 
 def test_driver_columns_match_pb_schema_h() -> None:
