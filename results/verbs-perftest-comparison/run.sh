@@ -19,12 +19,16 @@ raw=$out/raw; mkdir -p "$raw"
 : > "$raw/perftest.txt"
 
 # perftest server in the background, client here; prints the client's output.
+# The emulated VM starts a perftest server slowly: the client retries until it connects.
 pt() {
     local tool=$1; shift
-    timeout 120 "$tool" -d "$dev" -x "$gid" "$@" >"$raw/srv.txt" 2>&1 &
+    timeout 180 "$tool" -d "$dev" -x "$gid" "$@" >"$raw/srv.txt" 2>&1 &
     local spid=$!
-    sleep 1
-    timeout 120 "$tool" -d "$dev" -x "$gid" "$@" "$ip" 2>&1 | tee -a "$raw/perftest.txt"
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        sleep 2
+        timeout 120 "$tool" -d "$dev" -x "$gid" "$@" "$ip" >"$raw/cli.txt" 2>&1 && break
+    done
+    cat "$raw/cli.txt" | tee -a "$raw/perftest.txt"
     wait $spid || true
 }
 

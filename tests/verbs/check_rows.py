@@ -70,11 +70,11 @@ def check_point(test: str, size: int, pairs: int, rows: list[dict], fail) -> Non
         # Aggregate window >= every pair's window, so Σ bytes / window <= Σ per-pair rates.
         if not agg_bw > 0 or agg_bw > sum_bw * 1.001 + 1e-6:
             fail(f"{where}: aggregate {agg_bw} MB/s not in (0, sum of pairs {sum_bw}]")
-        bytes_pairs = sum(num(r, "bw_mbyte_s") * num(r, "duration_s") for r in bw)
         if not lat:  # pure bandwidth point: the aggregate window is the row's duration
-            bytes_agg = agg_bw * num(agg, "duration_s")
-            if abs(bytes_agg - bytes_pairs) > 0.01 * bytes_pairs + 1e-6:
-                fail(f"{where}: aggregate bytes {bytes_agg:.3f} MB != sum over pairs {bytes_pairs:.3f} MB")
+            # Σ bytes (= Σ messages x size, exact) / window must be the aggregate rate.
+            want = sum(int(r["iterations"]) for r in bw) * size / 1e6 / num(agg, "duration_s")
+            if abs(agg_bw - want) > 0.01 * want + 2e-4:
+                fail(f"{where}: aggregate {agg_bw} MB/s != sum of bytes / window = {want:.4f} MB/s")
         fair = num(agg, "fairness")
         if not (0 < fair <= 1.0001):
             fail(f"{where}: fairness {fair} not in (0, 1]")

@@ -23,12 +23,14 @@ trap 'rm -rf "$work"' EXIT
 need_device() {
     [ -n "$dev" ] || { echo "$me: SKIP: no RDMA device (PB_RDMA_DEVICE unset): run inside scripts/softroce-run" >&2; exit 77; }
 }
-common=(-d "$dev" --timeout 30 --allow-oversubscribe -q)
+# --pin compact: near-device would load the PCI topology (~2 s per run in the emulated VM) only to
+# learn that Soft-RoCE has no PCI locality.
+common=(-d "$dev" --timeout 30 --allow-oversubscribe --pin compact -q)
 
 # No process of ours may outlive a run; no shm segment may stay.
 leftovers() {
     sleep 0.5
-    if pgrep -f "$bin" >/dev/null; then pgrep -af "$bin" >&2; fail "pairbench-verbs processes left behind"; fi
+    if pgrep -x pairbench-verbs >/dev/null; then pgrep -ax pairbench-verbs >&2; fail "pairbench-verbs processes left behind"; fi
     local now; now=$(ipcs -m | grep -c '^0x' || true)
     [ "$now" -le "$1" ] || { ipcs -m >&2; fail "shared-memory segments left behind ($1 before, $now after)"; }
 }
