@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 uint64_t vb_deadline(const struct vb_worker *w)
 {
@@ -185,6 +186,19 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
 				snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
 				return -EIO;
 			}
+		}
+		if (!sends) {
+			/*
+			 * Nothing to do but wait: sleep instead of spinning, so a
+			 * passive side does not take the core from other pairs (or,
+			 * with Soft-RoCE, from the kernel doing the transfer).
+			 */
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+			if ((rc = vb_wait_check(w, deadline_ns, "the peer's end of stream")))
+				return rc;
+			continue;
 		}
 		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline_ns, "the peer's end of stream")))
 			return rc;
