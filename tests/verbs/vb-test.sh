@@ -126,7 +126,7 @@ kill)
 sigint)
     need_device
     before=$(ipcs -m | grep -c '^0x' || true)
-    setsid "$bin" "${common[@]}" --loopback --test write_lat -s 1,2,4,8,16,32,64,128,256,512 -n 200 \
+    setsid "$bin" "${common[@]}" --loopback --test write_lat -s 1,2,4,8,16,32,64,128,256,512 -D 1 \
         -o "$work/i.csv" 2>"$work/e" &
     lpid=$!
     for _ in $(seq 100); do grep -q ',ok,' "$work/i.csv" 2>/dev/null && break; sleep 0.1; done
