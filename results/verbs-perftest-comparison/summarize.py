@@ -9,7 +9,8 @@ here = os.path.dirname(os.path.abspath(__file__))
 
 
 def comparison() -> None:
-    rows = list(csv.DictReader(open(os.path.join(here, "comparison.csv"))))
+    with open(os.path.join(here, "comparison.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
     print("| test | bytes | metric | perftest (median of reps) | pairbench (median of reps) | ratio pairbench/perftest |")
     print("|---|---|---|---|---|---|")
     keys = []
@@ -32,7 +33,8 @@ def comparison() -> None:
 
 def sweep() -> None:
     path = os.path.join(here, "..", "verbs-multipair-sweep", "sweep.csv")
-    rows = [r for r in csv.DictReader(open(path)) if r["pair_id"] == "all"]
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["pair_id"] == "all"]
     tests = []
     for r in rows:
         if r["test"] not in tests:
