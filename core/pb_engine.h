@@ -13,6 +13,9 @@
  *   meet->publish(result)          measuring processes only
  *   meet->collect(...)             every process; the leader gets all results
  *   leader: rows (pb_result_rows) -> CSV + table
+ * Warm-up runs before the start barrier: a transport's warmup() must not
+ * assume its peer has passed the barrier (verbs servers serve the warm-up
+ * before it).
  * A failure at one size becomes error rows for that size and, with the
  * reason "not run: ...", for every later size; the run then stops.
  */

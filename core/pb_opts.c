@@ -258,9 +258,12 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 		      struct pb_opts_result *res, char *msg, size_t msglen)
 {
 	char err[512];
-	int rc = pb_opts_defaults(t, n, params);
+	int rc;
 
 	res->set_mask = 0;
+	if (n > 64) /* set_mask has one bit per table entry */
+		return PB_OPTS_FAIL("internal: option table has %zu entries, at most 64 supported", n);
+	rc = pb_opts_defaults(t, n, params);
 	for (int i = 1; !rc && i < argc; i++) {
 		const char *arg = argv[i], *val = NULL, *eq;
 		const struct pb_opt *o;

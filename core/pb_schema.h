@@ -35,7 +35,7 @@
 	X(bw_mbyte_s, "bandwidth, 10^6 byte/s; same window as bw_gbit_s")      \
 	X(msg_rate_per_s, "messages per second over the same window")          \
 	X(link_pct, "bw_gbit_s as a percentage of the port's link rate; empty if unknown") \
-	X(start_skew_us, "latest minus earliest exit from the start barrier, microseconds") \
+	X(start_skew_us, "latest minus earliest start of the pairs' timed windows (first post), microseconds; aggregate row only") \
 	X(fairness, "Jain fairness index over per-pair bandwidth (aggregate row only)") \
 	X(duration_s, "timed window of this row, seconds")                    \
 	X(host, "host name of the measuring process")                          \

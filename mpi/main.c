@@ -111,27 +111,14 @@ static const struct pb_test_ops mp_guard_ops = {
 	.finish = mp_guard_finish,
 };
 
-/* Parse on every rank; only rank 0 prints (others parse with stderr muted). */
+/* Parse on every rank; only rank 0 prints the error line. */
 static int mp_parse(int rank, int argc, char **argv, struct mp_params *p, struct pb_opts_result *res)
 {
-	int saved = -1, rc;
+	char msg[768];
+	int rc = pb_opts_parse_msg(mp_opts, MP_N_OPTS, argc, argv, p, res, msg, sizeof(msg));
 
-	if (rank != 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		fflush(stderr);
-		saved = dup(STDERR_FILENO);
-		if (devnull >= 0) {
-			dup2(devnull, STDERR_FILENO);
-			close(devnull);
-		}
-	}
-	rc = pb_opts_parse(mp_opts, MP_N_OPTS, argc, argv, p, res);
-	if (saved >= 0) {
-		fflush(stderr);
-		dup2(saved, STDERR_FILENO);
-		close(saved);
-	}
+	if (rc && rank == 0)
+		pb_log_error("%s", msg);
 	return rc;
 }
 
