@@ -174,7 +174,7 @@ static void vb_sysfs_extras(const struct vb_params *p, struct vb_probe *pr)
 		base = base ? base + 1 : link;
 		/* A PCI bus id looks like 0000:03:00.0 */
 		if (strlen(base) == 12 && base[4] == ':' && base[7] == ':' && base[10] == '.')
-			snprintf(pr->pci_busid, sizeof(pr->pci_busid), "%s", base);
+			snprintf(pr->pci_busid, sizeof(pr->pci_busid), "%.12s", base);
 	}
 	if (pr->pci_busid[0]) {
 		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/current_link_speed", pr->device);
