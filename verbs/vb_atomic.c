@@ -17,26 +17,31 @@
 #include <errno.h>
 #include <string.h>
 
-/* mode 0: n iterations (samples may be NULL: warm-up), mode 1: duration; cswap: constant. */
+/*
+ * mode 0: n untimed warm-up iterations (no clock read), 1: n iterations into samples,
+ * 2: duration into the histogram; cswap: constant.  One clock read per iteration:
+ * sample = this completion's stamp - the previous stamp (*t_prev: the block's
+ * start at first, the last stamp on return).
+ */
 static inline __attribute__((always_inline)) int
 vb_atomic_loop(struct vb_worker *w, const int mode, const bool cswap, uint64_t n,
-	       uint64_t *samples, struct pb_hist *hist, uint64_t end_by_ns, uint64_t *done)
+	       uint64_t *samples, struct pb_hist *hist, uint64_t end_by_ns, uint64_t *t_prev,
+	       uint64_t *done)
 {
 	const uint64_t deadline = vb_deadline(w);
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
-	uint64_t i, t0, t1;
+	uint64_t i, prev = mode ? *t_prev : 0, now;
 	unsigned spins = 0;
 	int rc, ne;
 
 	w->wr.send_flags = IBV_SEND_SIGNALED;
-	for (i = 0; mode == 1 || i < n; i++) {
+	for (i = 0; mode == 2 || i < n; i++) {
 		if (cswap) {
 			w->wr.wr.atomic.compare_add = w->atomic_value;
 			w->wr.wr.atomic.swap = w->atomic_value + 1;
 		}
 		w->wr.wr_id = i + 1;
-		t0 = pb_clock_now_ns();
 		rc = ibv_post_send(w->qp, &w->wr, &bad);
 		if (rc) {
 			snprintf(w->error, sizeof(w->error), "ibv_post_send (atomic): %s", strerror(rc));
@@ -46,22 +51,26 @@ vb_atomic_loop(struct vb_worker *w, const int mode, const bool cswap, uint64_t n
 			if (++spins % 4096 == 0 && (rc = vb_wait_check(w, deadline, "the atomic completion")))
 				return rc;
 		}
-		t1 = pb_clock_now_ns();
 		if (ne < 0)
 			return -EIO;
 		if (wc.status != IBV_WC_SUCCESS)
 			return vb_wc_error(w, &wc);
 		w->atomic_value++;
-		if (mode == 1) {
-			pb_hist_add(hist, t1 - t0);
-			if (t1 >= end_by_ns) {
-				i++;
-				break;
-			}
-		} else if (samples) {
-			samples[i] = t1 - t0;
+		if (mode == 0)
+			continue;
+		now = pb_clock_now_ns();
+		if (mode == 2)
+			pb_hist_add(hist, now - prev);
+		else
+			samples[i] = now - prev;
+		prev = now;
+		if (mode == 2 && now >= end_by_ns) {
+			i++;
+			break;
 		}
 	}
+	if (mode)
+		*t_prev = prev;
 	*done = i;
 	return 0;
 }
@@ -74,20 +83,20 @@ static bool vb_atomic_is_cswap(const struct vb_worker *w)
 static int vb_atomic_timed(void *ctx, struct pb_timed *t)
 {
 	struct vb_worker *w = ctx;
-	uint64_t done = 0;
+	uint64_t done = 0, stamp;
 	int rc;
 
 	w->stream_no++;
-	t->start_ns = pb_clock_now_ns();
+	stamp = t->start_ns = pb_clock_now_ns();
 	if (t->end_by_ns)
 		rc = vb_atomic_is_cswap(w) ?
-			vb_atomic_loop(w, 1, true, 0, NULL, t->hist, t->end_by_ns, &done) :
-			vb_atomic_loop(w, 1, false, 0, NULL, t->hist, t->end_by_ns, &done);
+			vb_atomic_loop(w, 2, true, 0, NULL, t->hist, t->end_by_ns, &stamp, &done) :
+			vb_atomic_loop(w, 2, false, 0, NULL, t->hist, t->end_by_ns, &stamp, &done);
 	else
 		rc = vb_atomic_is_cswap(w) ?
-			vb_atomic_loop(w, 0, true, t->iterations, t->samples_ns, NULL, 0, &done) :
-			vb_atomic_loop(w, 0, false, t->iterations, t->samples_ns, NULL, 0, &done);
-	t->end_ns = pb_clock_now_ns();
+			vb_atomic_loop(w, 1, true, t->iterations, t->samples_ns, NULL, 0, &stamp, &done) :
+			vb_atomic_loop(w, 1, false, t->iterations, t->samples_ns, NULL, 0, &stamp, &done);
+	t->end_ns = stamp;
 	if (!rc)
 		rc = vb_stream_signal(w, done);
 	if (rc)
@@ -107,8 +116,8 @@ static int vb_atomic_warmup(void *ctx, uint64_t size, uint64_t n)
 	if (!n)
 		return 0;
 	w->stream_no++;
-	rc = vb_atomic_is_cswap(w) ? vb_atomic_loop(w, 0, true, n, NULL, NULL, 0, &done) :
-				     vb_atomic_loop(w, 0, false, n, NULL, NULL, 0, &done);
+	rc = vb_atomic_is_cswap(w) ? vb_atomic_loop(w, 0, true, n, NULL, NULL, 0, NULL, &done) :
+				     vb_atomic_loop(w, 0, false, n, NULL, NULL, 0, NULL, &done);
 	return rc ? rc : vb_stream_signal(w, done);
 }
 

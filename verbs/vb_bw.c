@@ -68,7 +68,10 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t
 				ccnt = wc[i].wr_id;
 			}
 		}
-		if (mode == VB_BW_DURATION && limit == UINT64_MAX && pb_clock_now_ns() >= end_by_ns)
+		/* The clock is read only when completions freed room in the window (the
+		 * only time the stop decision matters): not on every empty poll. */
+		if (mode == VB_BW_DURATION && ne > 0 && limit == UINT64_MAX &&
+		    pb_clock_now_ns() >= end_by_ns)
 			limit = scnt % mod ? scnt + mod - scnt % mod : (scnt ? scnt : mod);
 		if (mode == VB_BW_UNTIL_STOP && limit == UINT64_MAX &&
 		    atomic_load_explicit(stop, memory_order_relaxed) == stop_at)

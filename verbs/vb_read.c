@@ -16,22 +16,26 @@
 #include <errno.h>
 #include <string.h>
 
-/* mode 0: n iterations (samples may be NULL for the warm-up); mode 1: duration. */
+/*
+ * mode 0: n untimed warm-up iterations (no clock read), 1: n iterations into samples,
+ * 2: duration into the histogram.  One clock read per iteration: sample = this
+ * completion's stamp - the previous stamp (*t_prev: the block's start at first,
+ * the last stamp on return).
+ */
 static inline __attribute__((always_inline)) int
 vb_read_loop(struct vb_worker *w, const int mode, uint64_t n, uint64_t *samples,
-	     struct pb_hist *hist, uint64_t end_by_ns, uint64_t *done)
+	     struct pb_hist *hist, uint64_t end_by_ns, uint64_t *t_prev, uint64_t *done)
 {
 	const uint64_t deadline = vb_deadline(w);
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
-	uint64_t i, t0, t1;
+	uint64_t i, prev = mode ? *t_prev : 0, now;
 	unsigned spins = 0;
 	int rc, ne;
 
 	w->wr.send_flags = IBV_SEND_SIGNALED;
-	for (i = 0; mode == 1 || i < n; i++) {
+	for (i = 0; mode == 2 || i < n; i++) {
 		w->wr.wr_id = i + 1;
-		t0 = pb_clock_now_ns();
 		rc = ibv_post_send(w->qp, &w->wr, &bad);
 		if (rc) {
 			snprintf(w->error, sizeof(w->error), "ibv_post_send: %s", strerror(rc));
@@ -41,21 +45,25 @@ vb_read_loop(struct vb_worker *w, const int mode, uint64_t n, uint64_t *samples,
 			if (++spins % 4096 == 0 && (rc = vb_wait_check(w, deadline, "the read completion")))
 				return rc;
 		}
-		t1 = pb_clock_now_ns();
 		if (ne < 0)
 			return -EIO;
 		if (wc.status != IBV_WC_SUCCESS)
 			return vb_wc_error(w, &wc);
-		if (mode == 1) {
-			pb_hist_add(hist, t1 - t0);
-			if (t1 >= end_by_ns) {
-				i++;
-				break;
-			}
-		} else if (samples) {
-			samples[i] = t1 - t0;
+		if (mode == 0)
+			continue;
+		now = pb_clock_now_ns();
+		if (mode == 2)
+			pb_hist_add(hist, now - prev);
+		else
+			samples[i] = now - prev;
+		prev = now;
+		if (mode == 2 && now >= end_by_ns) {
+			i++;
+			break;
 		}
 	}
+	if (mode)
+		*t_prev = prev;
 	*done = i;
 	return 0;
 }
@@ -63,16 +71,16 @@ vb_read_loop(struct vb_worker *w, const int mode, uint64_t n, uint64_t *samples,
 static int vb_read_lat_timed(void *ctx, struct pb_timed *t)
 {
 	struct vb_worker *w = ctx;
-	uint64_t done = 0;
+	uint64_t done = 0, stamp;
 	int rc;
 
 	w->stream_no++;
-	t->start_ns = pb_clock_now_ns();
+	stamp = t->start_ns = pb_clock_now_ns();
 	if (t->end_by_ns)
-		rc = vb_read_loop(w, 1, 0, NULL, t->hist, t->end_by_ns, &done);
+		rc = vb_read_loop(w, 2, 0, NULL, t->hist, t->end_by_ns, &stamp, &done);
 	else
-		rc = vb_read_loop(w, 0, t->iterations, t->samples_ns, NULL, 0, &done);
-	t->end_ns = pb_clock_now_ns();
+		rc = vb_read_loop(w, 1, t->iterations, t->samples_ns, NULL, 0, &stamp, &done);
+	t->end_ns = stamp;
 	if (!rc)
 		rc = vb_stream_signal(w, done);
 	if (rc)
@@ -92,7 +100,7 @@ static int vb_read_lat_warmup(void *ctx, uint64_t size, uint64_t n)
 	if (!n)
 		return 0;
 	w->stream_no++;
-	rc = vb_read_loop(w, 0, n, NULL, NULL, 0, &done);
+	rc = vb_read_loop(w, 0, n, NULL, NULL, 0, NULL, &done);
 	return rc ? rc : vb_stream_signal(w, done);
 }
 

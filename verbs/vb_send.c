@@ -5,8 +5,8 @@
  * send_bw: one iteration = one send in the windowed stream (vb_bw.c); the peer reposts receives.
  *
  * Receives are pre-posted (-t of them) into the receive region and reposted
- * right after each receive completion, outside the timed part of a latency
- * iteration.  Every --cq-mod-th send is signalled; sends of at most the
+ * right after each receive completion, inside the latency iteration (one
+ * clock read per iteration, docs/verbs.md).  Every --cq-mod-th send is signalled; sends of at most the
  * inline size are posted inline.  Send and receive completions share one CQ.
  */
 #include "vb.h"
@@ -52,19 +52,24 @@ static inline int vb_send_poll(struct vb_worker *w, int *got_recv)
 	return ne < 0 ? -EIO : 0;
 }
 
+/*
+ * mode 0: n untimed warm-up iterations (no clock read), 1: n iterations into samples,
+ * 2: duration into the histogram.  One clock read per iteration, after the receive
+ * is reposted: sample = (stamp - previous stamp) / 2 (*t_prev: the block's start
+ * at first, the last stamp on return).
+ */
 static inline __attribute__((always_inline)) int
 vb_send_pingpong(struct vb_worker *w, const int mode, uint64_t n, uint64_t *samples,
-		 struct pb_hist *hist, uint64_t end_by_ns, uint64_t *done)
+		 struct pb_hist *hist, uint64_t end_by_ns, uint64_t *t_prev, uint64_t *done)
 {
 	const uint64_t deadline = vb_deadline(w);
-	uint64_t i, t0, t1;
+	uint64_t i, prev = mode ? *t_prev : 0, now;
 	unsigned spins = 0;
 	int rc;
 
-	for (i = 0; mode == 1 || i < n; i++) {
+	for (i = 0; mode == 2 || i < n; i++) {
 		int got = 0;
 
-		t0 = pb_clock_now_ns();
 		if ((rc = vb_send_post(w)))
 			return rc;
 		while (!got) {
@@ -74,18 +79,23 @@ vb_send_pingpong(struct vb_worker *w, const int mode, uint64_t n, uint64_t *samp
 			    (rc = vb_wait_check(w, deadline, "the peer's reply send")))
 				return rc;
 		}
-		t1 = pb_clock_now_ns();
-		if (mode == 1)
-			pb_hist_add(hist, (t1 - t0) / 2);
-		else if (samples)
-			samples[i] = (t1 - t0) / 2;
 		if ((rc = vb_post_recvs(w, (uint32_t)got)))
 			return rc;
-		if (mode == 1 && t1 >= end_by_ns) {
+		if (mode == 0)
+			continue;
+		now = pb_clock_now_ns();
+		if (mode == 2)
+			pb_hist_add(hist, (now - prev) / 2);
+		else
+			samples[i] = (now - prev) / 2;
+		prev = now;
+		if (mode == 2 && now >= end_by_ns) {
 			i++;
 			break;
 		}
 	}
+	if (mode)
+		*t_prev = prev;
 	*done = i;
 	return 0;
 }
@@ -93,16 +103,16 @@ vb_send_pingpong(struct vb_worker *w, const int mode, uint64_t n, uint64_t *samp
 static int vb_send_lat_timed(void *ctx, struct pb_timed *t)
 {
 	struct vb_worker *w = ctx;
-	uint64_t done = 0;
+	uint64_t done = 0, stamp;
 	int rc;
 
 	w->stream_no++;
-	t->start_ns = pb_clock_now_ns();
+	stamp = t->start_ns = pb_clock_now_ns();
 	if (t->end_by_ns)
-		rc = vb_send_pingpong(w, 1, 0, NULL, t->hist, t->end_by_ns, &done);
+		rc = vb_send_pingpong(w, 2, 0, NULL, t->hist, t->end_by_ns, &stamp, &done);
 	else
-		rc = vb_send_pingpong(w, 0, t->iterations, t->samples_ns, NULL, 0, &done);
-	t->end_ns = pb_clock_now_ns();
+		rc = vb_send_pingpong(w, 1, t->iterations, t->samples_ns, NULL, 0, &stamp, &done);
+	t->end_ns = stamp;
 	if (!rc)
 		rc = vb_reap_pending(w);
 	if (!rc)
@@ -126,7 +136,7 @@ static int vb_send_lat_warmup(void *ctx, uint64_t size, uint64_t n)
 	if (!n)
 		return 0;
 	w->stream_no++;
-	rc = vb_send_pingpong(w, 0, n, NULL, NULL, 0, &done);
+	rc = vb_send_pingpong(w, 0, n, NULL, NULL, 0, NULL, &done);
 	if (!rc)
 		rc = vb_reap_pending(w);
 	return rc ? rc : vb_stream_signal(w, done);

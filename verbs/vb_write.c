@@ -6,8 +6,9 @@
  *
  * The client (measuring side) pings; the server spins on the last byte of
  * its receive region and answers each ping with a write of the same size.
- * Every --cq-mod-th write is signalled and reaped outside the timed part of
- * the iteration.  Writes of at most the inline size are posted inline.
+ * Every --cq-mod-th write is signalled and reaped (non-blocking poll after
+ * the pong) inside the iteration.  Writes of at most the inline size are
+ * posted inline.  One clock read per iteration (docs/verbs.md).
  */
 #include "vb.h"
 
@@ -59,46 +60,52 @@ static inline int vb_write_sigflag(struct vb_worker *w, uint32_t *flags)
 }
 
 /*
- * Client ping-pong loop.  mode: 0 = n iterations into samples (or untimed
- * warm-up when samples == NULL), 1 = duration into the histogram.
+ * Client ping-pong loop.  mode: 0 = n untimed warm-up iterations (no clock read),
+ * 1 = n iterations into samples, 2 = duration into the histogram.  One clock read
+ * per iteration: the sample is the time from the previous stamp (*t_prev, the
+ * block's start for the first iteration) to the pong of this one, halved; on
+ * return *t_prev is the last stamp.
  */
 static inline __attribute__((always_inline)) int
 vb_write_pingpong(struct vb_worker *w, const int mode, uint64_t n, uint64_t *samples,
-		  struct pb_hist *hist, uint64_t end_by_ns, uint64_t *done)
+		  struct pb_hist *hist, uint64_t end_by_ns, uint64_t *t_prev, uint64_t *done)
 {
 	volatile uint8_t *rx_last = w->buf + w->region + w->size - 1;
 	uint8_t *tx_last = w->buf + w->size - 1;
 	const uint64_t deadline = vb_deadline(w);
-	uint64_t i, t0, t1;
+	uint64_t i, prev = mode ? *t_prev : 0, now;
 	uint32_t flags;
 	unsigned spins = 0;
 	int rc;
 
-	for (i = 0; mode == 1 || i < n; i++) {
+	for (i = 0; mode == 2 || i < n; i++) {
 		uint8_t seq = w->seq = w->seq == 255 ? 1 : w->seq + 1;
 
 		if ((rc = vb_write_sigflag(w, &flags)))
 			return rc;
-		t0 = pb_clock_now_ns();
 		if ((rc = vb_write_post(w, tx_last, seq, flags)))
 			return rc;
 		while (*rx_last != seq) {
 			if (++spins % 4096 == 0 && (rc = vb_wait_check(w, deadline, "the peer's reply write")))
 				return rc;
 		}
-		t1 = pb_clock_now_ns();
-		if (mode == 1) {
-			pb_hist_add(hist, (t1 - t0) / 2);
-			if (t1 >= end_by_ns) {
-				i++;
-				break;
-			}
-		} else if (samples) {
-			samples[i] = (t1 - t0) / 2;
-		}
 		if (w->sig_pending && (rc = vb_write_reap_nb(w)))
 			return rc;
+		if (mode == 0)
+			continue;
+		now = pb_clock_now_ns();
+		if (mode == 2)
+			pb_hist_add(hist, (now - prev) / 2);
+		else
+			samples[i] = (now - prev) / 2;
+		prev = now;
+		if (mode == 2 && now >= end_by_ns) {
+			i++;
+			break;
+		}
 	}
+	if (mode)
+		*t_prev = prev;
 	*done = i;
 	return 0;
 }
@@ -106,16 +113,16 @@ vb_write_pingpong(struct vb_worker *w, const int mode, uint64_t n, uint64_t *sam
 static int vb_write_lat_timed(void *ctx, struct pb_timed *t)
 {
 	struct vb_worker *w = ctx;
-	uint64_t done = 0;
+	uint64_t done = 0, stamp;
 	int rc;
 
 	w->stream_no++;
-	t->start_ns = pb_clock_now_ns();
+	stamp = t->start_ns = pb_clock_now_ns();
 	if (t->end_by_ns)
-		rc = vb_write_pingpong(w, 1, 0, NULL, t->hist, t->end_by_ns, &done);
+		rc = vb_write_pingpong(w, 2, 0, NULL, t->hist, t->end_by_ns, &stamp, &done);
 	else
-		rc = vb_write_pingpong(w, 0, t->iterations, t->samples_ns, NULL, 0, &done);
-	t->end_ns = pb_clock_now_ns();
+		rc = vb_write_pingpong(w, 1, t->iterations, t->samples_ns, NULL, 0, &stamp, &done);
+	t->end_ns = stamp;
 	if (w->loaded_probe)
 		atomic_store(&w->shared->loaded_stop, (uint32_t)w->loaded_point);
 	if (!rc)
@@ -141,7 +148,7 @@ static int vb_write_lat_warmup(void *ctx, uint64_t size, uint64_t n)
 	if (!n)
 		return 0;
 	w->stream_no++;
-	rc = vb_write_pingpong(w, 0, n, NULL, NULL, 0, &done);
+	rc = vb_write_pingpong(w, 0, n, NULL, NULL, 0, NULL, &done);
 	if (!rc)
 		rc = vb_reap_pending(w);
 	return rc ? rc : vb_stream_signal(w, done);
