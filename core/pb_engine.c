@@ -162,8 +162,8 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 			pb_result_fail(&mine, rc, "latency statistics failed: %s", strerror(-rc));
 		snprintf(why, whylen, "pair %u at %llu B: %s", role->pair_id,
 			 (unsigned long long)size, mine.error);
-		meet->fail(mctx, why);
 	}
+	/* Publish before failing: the leader, woken by the abort, then finds our reason. */
 	if (role->measuring) {
 		crc = meet->publish(mctx, &mine, mine.has_lat && !duration ? b->samples_us : NULL,
 				    mine.has_lat && !duration ? t.done : 0,
@@ -171,6 +171,8 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 		if (crc && !rc)
 			rc = crc;
 	}
+	if (rc)
+		meet->fail(mctx, why);
 	double *pooled = NULL;
 	size_t n_pooled = 0;
 
