@@ -241,6 +241,17 @@ static int pb_opts_defaults(const struct pb_opt *t, size_t n, void *params)
 	char err[256];
 
 	for (size_t i = 0; i < n; i++) {
+		char *field = (char *)params + t[i].offset;
+
+		/* Every field gets a defined value, whatever the caller's struct held. */
+		switch (t[i].type) {
+		case PB_OPT_FLAG: *(bool *)field = false; break;
+		case PB_OPT_U64: case PB_OPT_SIZE: *(uint64_t *)field = 0; break;
+		case PB_OPT_DOUBLE: *(double *)field = 0.0; break;
+		case PB_OPT_SIZE_LIST: case PB_OPT_U64_LIST: ((struct pb_u64_list *)field)->n = 0; break;
+		case PB_OPT_STRING: *(const char **)field = NULL; break;
+		case PB_OPT_CHOICE: *(int *)field = 0; break;
+		}
 		if (!t[i].def || t[i].type == PB_OPT_FLAG)
 			continue;
 		if (pb_opt_store(&t[i], t[i].def, params, err, sizeof(err))) {

@@ -53,7 +53,9 @@ struct pb_opts_result {
 };
 
 /*
- * Parse argv into params using table[0..n).  Defaults are applied first.
+ * Parse argv into params using table[0..n).  Every field named by the table
+ * is first set to its default (flags false, options without a default 0,
+ * NULL or an empty list), so the caller need not clear params.
  * Returns 0, or -EINVAL after printing one error line to stderr naming
  * the option, the value and what is accepted (the caller exits with 2).
  */

@@ -25,7 +25,7 @@ static int parse(struct params *p, const char *a1, const char *a2, const char *a
 	int argc = 1 + (a1 != NULL) + (a2 != NULL) + (a3 != NULL);
 	struct pb_opts_result res;
 
-	memset(p, 0, sizeof(*p));
+	memset(p, 0xa5, sizeof(*p)); /* garbage: the parser must define every field */
 	return pb_opts_parse(table, NOPTS, argc, argv, p, &res);
 }
 
@@ -64,6 +64,8 @@ static void test_defaults_and_values(void)
 	CHECK_EQ_INT(p.c.pairs, 1);
 	CHECK_EQ_INT(p.depth, 128);
 	CHECK_EQ_INT(p.c.pin, PB_PIN_OPT_NEAR_DEVICE);
+	CHECK(!p.c.quiet && !p.c.help && !p.c.print_schema && !p.c.allow_oversubscribe);
+	CHECK(p.c.output == NULL && p.c.env_json == NULL && p.c.pin_list == NULL);
 	CHECK_EQ_INT(parse(&p, "--sizes=64", "-t", "16"), 0);
 	CHECK_EQ_INT(p.c.sizes.n, 1);
 	CHECK_EQ_INT(p.depth, 16);
