@@ -216,24 +216,27 @@ int vb_wc_error(struct vb_worker *w, const struct ibv_wc *wc);
 int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value);
 int vb_ctrl_sync(struct vb_worker *w);
 int vb_post_recvs(struct vb_worker *w, uint32_t n);
-int vb_post_one(struct vb_worker *w, enum ibv_wr_opcode op, uint64_t len, uint32_t flags,
-		uint64_t wr_id);
+/* A receive completed: count it in *recvd and post its replacement. 0 or -errno. */
+int vb_recv_repost(struct vb_worker *w, uint64_t *recvd);
 int vb_prepare_common(struct vb_worker *w, uint64_t size);
+/* vb_prepare_common() as the engine's prepare() of every test. 0 or -errno. */
+int vb_prepare(void *ctx, uint64_t size);
+/* Latency loops: reap the outstanding signalled request (blocking, with deadline). 0 or -errno. */
+int vb_reap_pending(struct vb_worker *w);
 int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
 			uint64_t deadline_ns);
 int vb_stream_signal(struct vb_worker *w, uint64_t count);
 void vb_flag(struct pb_timed *t, const char *flag);
 uint64_t vb_deadline(const struct vb_worker *w);
 
-/* vb_bw.c: a windowed stream of one opcode (write, read, send). */
-int vb_bw_timed(struct vb_worker *w, struct pb_timed *t, enum ibv_wr_opcode op);
-int vb_bw_warmup(struct vb_worker *w, uint64_t n, enum ibv_wr_opcode op);
-int vb_bw_serve(struct vb_worker *w, struct pb_timed *t, enum ibv_wr_opcode op);
-int vb_bw_serve_warmup(struct vb_worker *w, uint64_t n, enum ibv_wr_opcode op);
-/* Passive side of a stream: wait for the peer's end of stream (send: receive it). */
+/* vb_bw.c: the windowed stream of the *_bw tests (the pre-built WR carries the opcode). */
+const struct pb_test_ops *vb_bw_ops(const struct vb_worker *w);
+/* Engine ops of a side with nothing to do but wait for the peer's end of stream. */
+extern const struct pb_test_ops vb_passive_ops;
+/* Passive side of a stream: wait for the peer's end of stream (send: receive it). 0 or -errno. */
 int vb_passive(struct vb_worker *w);
-/* Latency loops: reap the outstanding signalled request (blocking, with deadline). */
-int vb_reap_pending(struct vb_worker *w);
+
+/* vb_lat.h: the latency harness (static inline, included by the per-operation files). */
 
 /* vb_validate.c: the non-timed data check (and its corruption self-test). */
 int vb_validate_run(struct vb_worker *w, bool selftest);

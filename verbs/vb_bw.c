@@ -59,14 +59,10 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t
 		for (int i = 0; i < ne; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS)
 				return vb_wc_error(w, &wc[i]);
-			if (wc[i].opcode & IBV_WC_RECV) {
-				(*recvd)++;
-				w->recvs_posted--;
-				if ((rc = vb_post_recvs(w, 1)))
-					return rc;
-			} else {
+			if (!(wc[i].opcode & IBV_WC_RECV))
 				ccnt = wc[i].wr_id;
-			}
+			else if ((rc = vb_recv_repost(w, recvd)))
+				return rc;
 		}
 		/* The clock is read only when completions freed room in the window (the
 		 * only time the stop decision matters): not on every empty poll. */
@@ -123,18 +119,20 @@ static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, boo
 	return 0;
 }
 
-int vb_bw_timed(struct vb_worker *w, struct pb_timed *t, enum ibv_wr_opcode op)
+/* The engine's entry points: the pre-built work request carries the opcode. */
+static int vb_bw_timed(void *ctx, struct pb_timed *t)
 {
-	(void)op; /* the pre-built work request already carries the opcode */
+	struct vb_worker *w = ctx;
+
 	return vb_bw_stream(w, t, t->iterations, w->p->bidir);
 }
 
-int vb_bw_warmup(struct vb_worker *w, uint64_t n, enum ibv_wr_opcode op)
+static int vb_bw_warmup(void *ctx, uint64_t size, uint64_t n)
 {
-	(void)op;
-	if (!n)
-		return 0;
-	return vb_bw_stream(w, NULL, n, w->p->bidir);
+	struct vb_worker *w = ctx;
+
+	(void)size;
+	return n ? vb_bw_stream(w, NULL, n, w->p->bidir) : 0;
 }
 
 int vb_passive(struct vb_worker *w)
@@ -145,18 +143,46 @@ int vb_passive(struct vb_worker *w)
 	return vb_stream_done_wait(w, &count, &recvd, vb_deadline(w));
 }
 
-int vb_bw_serve(struct vb_worker *w, struct pb_timed *t, enum ibv_wr_opcode op)
+static int vb_passive_timed(void *ctx, struct pb_timed *t)
 {
-	if (w->p->bidir)
-		return vb_bw_timed(w, t, op);
-	return vb_passive(w);
+	(void)t;
+	return vb_passive(ctx);
 }
 
-int vb_bw_serve_warmup(struct vb_worker *w, uint64_t n, enum ibv_wr_opcode op)
+static int vb_passive_warmup(void *ctx, uint64_t size, uint64_t n)
 {
+	(void)size;
+	return n ? vb_passive(ctx) : 0;
+}
+
+/* The target of a one-way stream waits; with --bidir it streams too. */
+static int vb_bw_serve(void *ctx, struct pb_timed *t)
+{
+	struct vb_worker *w = ctx;
+
+	return w->p->bidir ? vb_bw_timed(w, t) : vb_passive(w);
+}
+
+static int vb_bw_serve_warmup(void *ctx, uint64_t size, uint64_t n)
+{
+	struct vb_worker *w = ctx;
+
 	if (!n)
 		return 0;
-	if (w->p->bidir)
-		return vb_bw_warmup(w, n, op);
-	return vb_passive(w);
+	return w->p->bidir ? vb_bw_warmup(w, size, n) : vb_passive(w);
+}
+
+static const struct pb_test_ops vb_bw_client = {
+	.prepare = vb_prepare, .warmup = vb_bw_warmup, .timed = vb_bw_timed,
+};
+static const struct pb_test_ops vb_bw_server = {
+	.prepare = vb_prepare, .warmup = vb_bw_serve_warmup, .timed = vb_bw_serve,
+};
+const struct pb_test_ops vb_passive_ops = {
+	.prepare = vb_prepare, .warmup = vb_passive_warmup, .timed = vb_passive_timed,
+};
+
+const struct pb_test_ops *vb_bw_ops(const struct vb_worker *w)
+{
+	return w->side == VB_CLIENT ? &vb_bw_client : &vb_bw_server;
 }

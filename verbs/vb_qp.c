@@ -76,33 +76,43 @@ int vb_post_recvs(struct vb_worker *w, uint32_t n)
 	return 0;
 }
 
-/* Wait for the completion of the ctrl write; any other completion is a protocol error. */
-static int vb_ctrl_reap(struct vb_worker *w)
+/* Spin until one successful completion is in *wc (deadline-checked). 0 or -errno. */
+static int vb_wait_one_cqe(struct vb_worker *w, struct ibv_wc *wc, const char *what)
 {
 	uint64_t deadline = vb_deadline(w);
-	struct ibv_wc wc;
 	unsigned spins = 0;
 	int rc, ne;
 
-	for (;;) {
-		ne = ibv_poll_cq(w->cq, 1, &wc);
-		if (ne < 0) {
-			snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
-			return -EIO;
-		}
-		if (ne == 1) {
-			if (wc.status != IBV_WC_SUCCESS)
-				return vb_wc_error(w, &wc);
-			if (wc.wr_id == VB_WRID_CTRL)
-				return 0;
-			snprintf(w->error, sizeof(w->error),
-				 "unexpected completion (opcode %d, wr_id %llu) while waiting for a ctrl write",
-				 (int)wc.opcode, (unsigned long long)wc.wr_id);
-			return -EPROTO;
-		}
-		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, "a ctrl write completion")))
+	while ((ne = ibv_poll_cq(w->cq, 1, wc)) == 0)
+		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, what)))
 			return rc;
+	if (ne < 0) {
+		snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
+		return -EIO;
 	}
+	return wc->status == IBV_WC_SUCCESS ? 0 : vb_wc_error(w, wc);
+}
+
+/* A receive completed: count it and post its replacement. 0 or -errno. */
+int vb_recv_repost(struct vb_worker *w, uint64_t *recvd)
+{
+	(*recvd)++;
+	w->recvs_posted--;
+	return vb_post_recvs(w, 1);
+}
+
+/* Wait for the completion of the ctrl write; any other completion is a protocol error. */
+static int vb_ctrl_reap(struct vb_worker *w)
+{
+	struct ibv_wc wc;
+	int rc = vb_wait_one_cqe(w, &wc, "a ctrl write completion");
+
+	if (rc || wc.wr_id == VB_WRID_CTRL)
+		return rc;
+	snprintf(w->error, sizeof(w->error),
+		 "unexpected completion (opcode %d, wr_id %llu) while waiting for a ctrl write",
+		 (int)wc.opcode, (unsigned long long)wc.wr_id);
+	return -EPROTO;
 }
 
 int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value)
@@ -175,12 +185,8 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
 			for (int i = 0; i < ne; i++) {
 				if (wc[i].status != IBV_WC_SUCCESS)
 					return vb_wc_error(w, &wc[i]);
-				if (wc[i].opcode & IBV_WC_RECV) {
-					(*recvd)++;
-					w->recvs_posted--;
-					if ((rc = vb_post_recvs(w, 1)))
-						return rc;
-				}
+				if ((wc[i].opcode & IBV_WC_RECV) && (rc = vb_recv_repost(w, recvd)))
+					return rc;
 			}
 			if (ne < 0) {
 				snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
@@ -263,31 +269,24 @@ int vb_prepare_common(struct vb_worker *w, uint64_t size)
 	return vb_ctrl_sync(w);
 }
 
+int vb_prepare(void *ctx, uint64_t size)
+{
+	return vb_prepare_common(ctx, size);
+}
+
 int vb_reap_pending(struct vb_worker *w)
 {
-	uint64_t deadline = vb_deadline(w);
 	struct ibv_wc wc;
-	unsigned spins = 0;
-	int rc, ne;
+	int rc;
 
-	while (w->sig_pending) {
-		ne = ibv_poll_cq(w->cq, 1, &wc);
-		if (ne < 0) {
-			snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
-			return -EIO;
-		}
-		if (ne == 1) {
-			if (wc.status != IBV_WC_SUCCESS)
-				return vb_wc_error(w, &wc);
-			if (wc.opcode & IBV_WC_RECV) {
-				snprintf(w->error, sizeof(w->error), "unexpected receive completion");
-				return -EPROTO;
-			}
-			w->sig_pending = false;
-			break;
-		}
-		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, "a send completion")))
-			return rc;
+	if (!w->sig_pending)
+		return 0;
+	if ((rc = vb_wait_one_cqe(w, &wc, "a send completion")))
+		return rc;
+	if (wc.opcode & IBV_WC_RECV) {
+		snprintf(w->error, sizeof(w->error), "unexpected receive completion");
+		return -EPROTO;
 	}
+	w->sig_pending = false;
 	return 0;
 }
