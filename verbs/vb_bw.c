@@ -104,7 +104,7 @@ static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, boo
 	if (!rc)
 		rc = vb_stream_signal(w, posted);
 	if (!rc && bidir)
-		rc = vb_stream_done_wait(w, &peer, &recvd, vb_deadline(w));
+		rc = vb_stream_done_wait(w, &peer, &recvd, vb_deadline(w), VB_NAP_TIMED_NS);
 	end = bidir ? pb_clock_now_ns() : own_end;
 	if (rc || !t)
 		return rc;
@@ -140,7 +140,7 @@ int vb_passive(struct vb_worker *w)
 	uint64_t count = 0, recvd = 0;
 
 	w->stream_no++;
-	return vb_stream_done_wait(w, &count, &recvd, vb_deadline(w));
+	return vb_stream_done_wait(w, &count, &recvd, vb_deadline(w), VB_NAP_PASSIVE_NS);
 }
 
 static int vb_passive_timed(void *ctx, struct pb_timed *t)

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Sleep between looks of a passive side: doubling from 20 us up to the caller's maximum. */
+#define VB_NAP_MIN_NS 20000u
+
 uint64_t vb_deadline(const struct vb_worker *w)
 {
 	/* A stream may last --duration; waits get the timeout on top of it. */
@@ -164,9 +167,10 @@ int vb_stream_signal(struct vb_worker *w, uint64_t count)
  * *recvd counts receive completions of this stream.
  */
 int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
-			uint64_t deadline_ns)
+			uint64_t deadline_ns, uint64_t max_nap_ns)
 {
 	bool sends = w->test->op == VB_OP_SEND;
+	uint64_t nap_ns = VB_NAP_MIN_NS;
 	struct ibv_wc wc[16];
 	unsigned spins = 0;
 	int rc;
@@ -197,11 +201,16 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
 			/*
 			 * Nothing to do but wait: sleep instead of spinning, so a
 			 * passive side does not take the core from other pairs (or,
-			 * with Soft-RoCE, from the kernel doing the transfer).
+			 * with Soft-RoCE, from the kernel doing the transfer).  The
+			 * nap doubles from 20 us to max_nap_ns: a read/atomic target
+			 * waits a whole timed block, and 50 000 wake-ups a second cost
+			 * a large part of an (emulated) CPU.
 			 */
-			struct timespec ts = { 0, 20000 };
+			struct timespec ts = { 0, (long)nap_ns };
 
 			nanosleep(&ts, NULL);
+			if (nap_ns * 2 <= max_nap_ns)
+				nap_ns *= 2;
 			if ((rc = vb_wait_check(w, deadline_ns, "the peer's end of stream")))
 				return rc;
 			continue;
