@@ -29,6 +29,20 @@ def comparison() -> None:
         metric = "bandwidth Gbit/s" if col == "bw_gbit_s" else "p50 latency µs"
         print(f"| {test} | {size} | {metric} | {vals['perftest'][0]:.3f} {vals['perftest'][1]} | "
               f"{vals['pairbench'][0]:.3f} {vals['pairbench'][1]} | {ratio:.3f} |")
+    if "min_us" not in rows[0]:
+        return
+    print("\n| test | bytes | perftest min / mean µs (median of reps) | pairbench min / mean µs (median of reps) |")
+    print("|---|---|---|---|")
+    for test, size in keys:
+        if test.endswith("_bw"):
+            continue
+        cells = []
+        for tool in ("perftest", "pairbench"):
+            sel = [r for r in rows if r["test"] == test and r["bytes"] == size and r["tool"] == tool]
+            mn = [float(r["min_us"]) for r in sel if r["min_us"]]
+            me = [float(r["mean_us"]) for r in sel if r["mean_us"]]
+            cells.append(f"{statistics.median(mn):.2f} / {statistics.median(me):.2f}" if mn and me else "")
+        print(f"| {test} | {size} | {cells[0]} | {cells[1]} |")
 
 
 def sweep() -> None:
