@@ -14,6 +14,7 @@
 
 #include "pb_clock.h"
 #include "pb_log.h"
+#include "pb_version.h"
 #include "pb_pin.h"
 
 #include <errno.h>
@@ -435,7 +436,7 @@ static int mp_write_env(const struct mp_ctx *ctx, const struct mp_test *t,
 	MPI_Get_version(&major, &minor);
 	pb_clock_calibrate(&ci);
 	fprintf(f, "{\n  \"tool\": \"pairbench-mpi\", \"version\": \"%s\", \"git_commit\": \"%s\",\n",
-		PB_VERSION, PB_GIT_COMMIT);
+		pb_version(), pb_git_commit());
 	fprintf(f, "  \"layer\": \"mpi\", \"test\": \"%s\", \"host\": ", t->name);
 	mp_json_str(f, ctx->host);
 	fprintf(f, ",\n  \"mpi_library\": ");

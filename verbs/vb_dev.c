@@ -10,6 +10,7 @@
 #include "vb.h"
 
 #include "pb_clock.h"
+#include "pb_version.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -319,8 +320,8 @@ int vb_env_write(const char *path, const struct vb_params *p, const struct vb_sh
 	pb_clock_calibrate(&ci);
 	fprintf(f, "{\n");
 	vb_json_kv(f, "tool", "pairbench-verbs", true);
-	vb_json_kv(f, "version", PB_VERSION, true);
-	vb_json_kv(f, "git_commit", PB_GIT_COMMIT, true);
+	vb_json_kv(f, "version", pb_version(), true);
+	vb_json_kv(f, "git_commit", pb_git_commit(), true);
 	vb_json_kv(f, "host", host, true);
 	snprintf(buf, sizeof(buf), "%s %s %s", un.sysname, un.release, un.machine);
 	vb_json_kv(f, "kernel", buf, true);
