@@ -141,8 +141,10 @@ int main(int argc, char **argv)
 		pb_log_error("clock calibration failed");
 		return PB_EXIT_RUNTIME;
 	}
-	printf("# clock source=%s cost_ns=%.2f resolution_ns=%.0f min_step_ns=%.0f online_cpus=%ld\n",
-	       ci.source, ci.cost_ns, ci.resolution_ns, ci.min_step_ns, sysconf(_SC_NPROCESSORS_ONLN));
+	printf("# clock source=%s kernel_clocksource=%s cost_ns=%.2f resolution_ns=%.0f min_step_ns=%.0f online_cpus=%ld\n",
+	       ci.source, ci.kernel_clocksource, ci.cost_ns, ci.resolution_ns, ci.min_step_ns,
+	       sysconf(_SC_NPROCESSORS_ONLN));
+	pb_clock_warn_if_slow(&ci);
 	printf("processes,rounds,round_ns_p50,round_ns_p99,round_ns_mean,skew_ns_p50,skew_ns_p99,skew_ns_max\n");
 	fflush(stdout);
 	for (size_t i = 0; i < p.procs.n && !rc; i++)

@@ -421,11 +421,11 @@ static void mp_json_ranks(FILE *f, const struct mp_ctx *ctx, const struct mp_ran
 }
 
 static int mp_write_env(const struct mp_ctx *ctx, const struct mp_test *t,
-			const struct mp_rank_info *in, int argc, char **argv)
+			const struct mp_rank_info *in, const struct pb_clock_info *ci,
+			int argc, char **argv)
 {
 	char lib[MPI_MAX_LIBRARY_VERSION_STRING];
 	int len = 0, major = 0, minor = 0;
-	struct pb_clock_info ci = { 0 };
 	FILE *f = fopen(ctx->p->c.env_json, "w");
 
 	if (!f) {
@@ -434,7 +434,6 @@ static int mp_write_env(const struct mp_ctx *ctx, const struct mp_test *t,
 	}
 	MPI_Get_library_version(lib, &len);
 	MPI_Get_version(&major, &minor);
-	pb_clock_calibrate(&ci);
 	fprintf(f, "{\n  \"tool\": \"pairbench-mpi\", \"version\": \"%s\", \"git_commit\": \"%s\",\n",
 		pb_version(), pb_git_commit());
 	fprintf(f, "  \"layer\": \"mpi\", \"test\": \"%s\", \"host\": ", t->name);
@@ -445,9 +444,9 @@ static int mp_write_env(const struct mp_ctx *ctx, const struct mp_test *t,
 		major, minor, ctx->size, ctx->n_nodes, ctx->pairs);
 	fprintf(f, "  \"pairing\": \"%s\",\n",
 		t->kind == MP_KIND_ALL ? "all ranks" : ctx->n_nodes == 2 ? "cross-node" : "intra-node");
-	fprintf(f, "  \"clock\": {\"source\": \"%s\", \"cost_ns\": %.1f, \"resolution_ns\": %.1f, \"offset_error_ns\": %.0f},\n",
-		ci.source ? ci.source : "CLOCK_MONOTONIC_RAW", ci.cost_ns, ci.resolution_ns,
-		ctx->clock_offset_err_ns);
+	fprintf(f, "  \"clock\": {\"source\": \"%s\", \"kernel_clocksource\": \"%s\", \"cost_ns\": %.1f, \"resolution_ns\": %.1f, \"offset_error_ns\": %.0f},\n",
+		ci->source ? ci->source : "CLOCK_MONOTONIC_RAW", ci->kernel_clocksource,
+		ci->cost_ns, ci->resolution_ns, ctx->clock_offset_err_ns);
 	fprintf(f, "  \"options\": {\"window\": %llu, \"back_to_back\": %s, \"root_rotate\": %s, \"halo_neighbours\": %llu, \"bind_mode\": \"%s\", \"timeout_s\": %g},\n",
 		(unsigned long long)ctx->p->window, ctx->p->back_to_back ? "true" : "false",
 		ctx->p->root_rotate ? "true" : "false", (unsigned long long)ctx->p->halo_neighbours,
@@ -486,9 +485,18 @@ int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char 
 		return -ENOMEM;
 	MPI_Gather(&me, sizeof(me), MPI_BYTE, in, sizeof(me), MPI_BYTE, 0, MPI_COMM_WORLD);
 	if (ctx->rank == 0) {
+		struct pb_clock_info ci = { 0 };
+
 		mp_print_pairing(ctx, t, in);
-		if (ctx->p->c.env_json)
-			rc = mp_write_env(ctx, t, in, argc, argv);
+		/* Rank 0's clock stands for all: the ranks of a run share a kernel
+		 * configuration (and, across nodes, the offset error is recorded). */
+		rc = pb_clock_calibrate(&ci);
+		if (rc)
+			pb_log_error("clock calibration: %s", strerror(-rc));
+		else if (!ctx->p->c.quiet)
+			pb_clock_warn_if_slow(&ci);
+		if (!rc && ctx->p->c.env_json)
+			rc = mp_write_env(ctx, t, in, &ci, argc, argv);
 		free(in);
 	}
 	return mp_agree(ctx, rc, "");

@@ -197,9 +197,11 @@ extern volatile sig_atomic_t vb_interrupted;
 
 /* vb_dev.c: run in the probe child (verbs allowed there). Fills *pr; returns 0 or -errno. */
 int vb_dev_probe(const struct vb_params *p, struct vb_probe *pr);
-/* Launcher: JSON environment record. Returns 0 or -errno. */
+/* Launcher: JSON environment record (ci: the launcher's clock calibration).
+ * Returns 0 or -errno. */
+struct pb_clock_info;
 int vb_env_write(const char *path, const struct vb_params *p, const struct vb_shared *sh,
-		 unsigned workers, const char *pin_note);
+		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci);
 /* IB MTU enum <-> bytes. */
 int vb_mtu_bytes(int mtu_enum);
 int vb_mtu_enum(uint64_t bytes);

@@ -305,10 +305,9 @@ static void vb_json_kv(FILE *f, const char *key, const char *val, bool comma)
 }
 
 int vb_env_write(const char *path, const struct vb_params *p, const struct vb_shared *sh,
-		 unsigned workers, const char *pin_note)
+		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci)
 {
 	const struct vb_probe *pr = &sh->probe;
-	struct pb_clock_info ci = { 0 };
 	struct utsname un;
 	char host[256] = "", buf[512];
 	FILE *f = fopen(path, "w");
@@ -317,7 +316,6 @@ int vb_env_write(const char *path, const struct vb_params *p, const struct vb_sh
 		return -errno;
 	gethostname(host, sizeof(host) - 1);
 	uname(&un);
-	pb_clock_calibrate(&ci);
 	fprintf(f, "{\n");
 	vb_json_kv(f, "tool", "pairbench-verbs", true);
 	vb_json_kv(f, "version", pb_version(), true);
@@ -354,8 +352,10 @@ int vb_env_write(const char *path, const struct vb_params *p, const struct vb_sh
 		(unsigned long long)p->tx_depth, (unsigned long long)p->cq_mod);
 	vb_json_str(f, p->inline_size);
 	fprintf(f, ",\n  \"mtu_requested_bytes\": %llu,\n", (unsigned long long)p->mtu);
-	fprintf(f, "  \"clock\": {\"source\": \"%s\", \"cost_ns\": %.2f, \"resolution_ns\": %.2f},\n",
-		ci.source ? ci.source : "CLOCK_MONOTONIC_RAW", ci.cost_ns, ci.resolution_ns);
+	fprintf(f, "  \"clock\": {\"source\": \"%s\", \"kernel_clocksource\": \"%s\", "
+		   "\"cost_ns\": %.2f, \"resolution_ns\": %.2f},\n",
+		ci->source ? ci->source : "CLOCK_MONOTONIC_RAW", ci->kernel_clocksource,
+		ci->cost_ns, ci->resolution_ns);
 	vb_json_kv(f, "pin_policy", pb_pin_policy_names[p->c.pin], true);
 	vb_json_kv(f, "pin_note", pin_note, true);
 	fprintf(f, "  \"workers\": [\n");

@@ -35,6 +35,7 @@ struct vb_launch {
 	uint64_t max_samples;
 	pid_t pid[VB_MAX_WORKERS];
 	FILE *csv;
+	struct pb_clock_info clock;
 };
 
 static void vb_on_signal(int sig)
@@ -416,6 +417,13 @@ int vb_launch(struct vb_params *p, FILE *csv)
 	memset(L.sh, 0, sizeof(*L.sh));
 	if ((rc = vb_probe(&L)) || (rc = vb_check_device(&L)) || (rc = vb_plan(&L)))
 		goto out;
+	/* Before the workers exist, so the calibration competes with nothing. */
+	if ((rc = pb_clock_calibrate(&L.clock))) {
+		pb_log_error("clock calibration: %s", strerror(-rc));
+		goto out;
+	}
+	if (!p->c.quiet)
+		pb_clock_warn_if_slow(&L.clock);
 	if (!p->c.quiet)
 		pb_log_info("device %s port %llu (%s, %s, %.1f Gbit/s data rate), %s, %s%s",
 			    L.sh->probe.device, (unsigned long long)p->ib_port,
@@ -434,7 +442,7 @@ int vb_launch(struct vb_params *p, FILE *csv)
 		if (code == PB_EXIT_OK)
 			code = PB_EXIT_RUNTIME;
 	}
-	if (p->c.env_json && (rc = vb_env_write(p->c.env_json, p, L.sh, L.members, L.plan.note))) {
+	if (p->c.env_json && (rc = vb_env_write(p->c.env_json, p, L.sh, L.members, L.plan.note, &L.clock))) {
 		pb_log_error("writing --env-json %s: %s", p->c.env_json, strerror(-rc));
 		if (code == PB_EXIT_OK)
 			code = PB_EXIT_RUNTIME;

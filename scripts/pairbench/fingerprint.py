@@ -39,7 +39,8 @@ def _cmd(argv: list[str], timeout_s: float = 10.0) -> str | None:
 
 def cpu_info() -> dict:
     info: dict = {"model": None, "logical_cpus": os.cpu_count(), "cores": None, "sockets": None,
-                  "threads_per_core": None, "smt_active": None, "governor": None, "flags": None}
+                  "threads_per_core": None, "smt_active": None, "governor": None, "flags": None,
+                  "clocksource": None}
     cpuinfo = _read("/proc/cpuinfo") or ""
     m = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, flags=re.M)
     info["model"] = m.group(1).strip() if m else None
@@ -61,6 +62,10 @@ def cpu_info() -> dict:
         info["sockets"] = sockets
         info["cores"] = cps * sockets if cps and sockets else None
         info["model"] = info["model"] or fields.get("Model name")
+    # The kernel's clocksource decides what one clock read costs (tsc: vDSO, tens of
+    # ns; hpet/acpi_pm: a system call, about 1 us) and so what sits in each sample.
+    info["clocksource"] = _read(
+        "/sys/devices/system/clocksource/clocksource0/current_clocksource")
     smt = _read("/sys/devices/system/cpu/smt/active")
     info["smt_active"] = None if smt is None else smt == "1"
     govs = {}

@@ -119,13 +119,17 @@ def main() -> int:
         return EXIT_RIG
     env = dict(req["env"])
     env.update(dev.env("vm"))
+    env["PB_RIG_CLOCKSOURCE"] = rdmasys.read_text(
+        "/sys/devices/system/clocksource/clocksource0/current_clocksource") or "unknown"
     if req.get("link"):
         link = req["link"]
         env.update(PB_NODE_INDEX=str(link["node"]), PB_NODE_COUNT="2",
                    PB_PEER_IP=link["peer_ip"])
     status(ctrl, "setup-ok " + json.dumps(asdict(dev)))
     # Printed by the guest so that it precedes COMMAND's own stderr.
-    print(f"softroce-run: mode vm: {dev.describe()}", file=sys.stderr)
+    print(f"softroce-run: mode vm: {dev.describe()}; guest clocksource "
+          f"{env['PB_RIG_CLOCKSOURCE']} (cpu model {env.get('PB_RIG_GUEST_CPU', '?')})",
+          file=sys.stderr)
     print("softroce-run: set-up done, running: " + shlex.join(req["argv"]),
           file=sys.stderr, flush=True)
     try:

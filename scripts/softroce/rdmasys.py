@@ -52,7 +52,7 @@ class Device:
                 + (f" driver {self.driver}" if self.driver else ""))
 
 
-def _read(path: str) -> str:
+def read_text(path: str) -> str:
     try:
         with open(path, encoding="ascii", errors="replace") as f:
             return f.read().strip()
@@ -72,7 +72,7 @@ def _ipv4_from_gid(gid: str) -> str:
 
 def port_state(dev: str, port: int, root: str = SYSFS_IB) -> str:
     """'ACTIVE', 'DOWN', 'INIT', ... from '4: ACTIVE'; '' if absent."""
-    state = _read(f"{root}/{dev}/ports/{port}/state")
+    state = read_text(f"{root}/{dev}/ports/{port}/state")
     return state.split(":", 1)[-1].strip()
 
 
@@ -83,7 +83,7 @@ def pick_gid(dev: str, port: int, root: str = SYSFS_IB) -> tuple[int, str, str] 
     perftest -x use), then RoCE v2, then anything non-zero.  InfiniBand: index 0.
     """
     pdir = f"{root}/{dev}/ports/{port}"
-    if _read(f"{pdir}/link_layer") == "InfiniBand":
+    if read_text(f"{pdir}/link_layer") == "InfiniBand":
         return (0, "IB", "")
     try:
         names = os.listdir(f"{pdir}/gids")
@@ -94,13 +94,13 @@ def pick_gid(dev: str, port: int, root: str = SYSFS_IB) -> tuple[int, str, str] 
         if not name.isdigit():
             continue
         idx = int(name)
-        gid = _read(f"{pdir}/gids/{name}")
+        gid = read_text(f"{pdir}/gids/{name}")
         try:
             if ipaddress.IPv6Address(gid) == ipaddress.IPv6Address("::"):
                 continue  # empty table slot
         except ValueError:
             continue
-        gtype = _read(f"{pdir}/gid_attrs/types/{name}")
+        gtype = read_text(f"{pdir}/gid_attrs/types/{name}")
         ip = _ipv4_from_gid(gid)
         rank = (0 if gtype.lower() == "roce v2" else 1, 0 if ip else 1, idx)
         candidates.append((rank, idx, gtype, ip))
@@ -119,7 +119,7 @@ def describe_port(dev: str, port: int, root: str = SYSFS_IB) -> Device | None:
     if not driver and dev.startswith("rxe"):
         driver = "rdma_rxe"
     return Device(name=dev, port=port, gid_index=gid[0], gid_type=gid[1],
-                  link_layer=_read(f"{root}/{dev}/ports/{port}/link_layer") or "?",
+                  link_layer=read_text(f"{root}/{dev}/ports/{port}/link_layer") or "?",
                   ip=gid[2], driver=driver)
 
 
@@ -226,7 +226,7 @@ def netdev_by_mac(mac: str, deadline: float) -> str:
         except OSError:
             names = []
         for name in names:
-            if _read(f"/sys/class/net/{name}/address").lower() == mac:
+            if read_text(f"/sys/class/net/{name}/address").lower() == mac:
                 return name
         if time.monotonic() >= deadline:
             raise StepError("find the link's network interface",

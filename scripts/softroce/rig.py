@@ -303,7 +303,55 @@ def vng_argv(args, root: str, ctrl: str, kernel: str) -> list[str]:
         argv += ["--rwdir", os.path.abspath(d)]
     if not args.kvm:
         argv.insert(1, "--disable-kvm")
+    cpu = guest_cpu(args)
+    if cpu:
+        argv[1:1] = ["--qemu-opts=-cpu " + cpu]
+    if args.guest_append:
+        argv[1:1] = ["--append", args.guest_append]
     return argv
+
+
+def host_cpuinfo() -> tuple[str, set[str]]:
+    """(vendor_id, flags) of the host's first CPU, ("", set()) if unknown."""
+    vendor, flags = "", set()
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for ln in f:
+                key, _, val = ln.partition(":")
+                key = key.strip()
+                if key == "vendor_id" and not vendor:
+                    vendor = val.strip()
+                elif key == "flags" and not flags:
+                    flags = set(val.split())
+                if vendor and flags:
+                    break
+    except OSError:
+        pass
+    return vendor, flags
+
+
+def guest_cpu(args) -> str | None:
+    """The qemu -cpu model for the guest, None for virtme-ng's default ("max").
+
+    Under software emulation (TCG) the guest's rdtsc reads the host's TSC.  With
+    the default model the guest claims a CPU vendor for which Linux assumes
+    unsynchronised TSCs, so it falls back to the emulated HPET and every
+    clock_gettime() becomes a system call plus an emulated register read (about
+    1 us), which would sit inside every latency sample.  On an Intel host whose
+    TSC is invariant we give the guest the host's vendor, so the guest kernel
+    treats its TSC like the host's: clocksource tsc, checked at run time by the
+    kernel's clocksource watchdog against the HPET, and clock_gettime() through
+    the vDSO, as on real hardware.  docs/softroce-rig.md, "The guest's clock".
+    """
+    spec = args.guest_cpu
+    if spec != "auto":
+        return None if spec == "default" else spec
+    if args.kvm:
+        return None
+    vendor, flags = host_cpuinfo()
+    if vendor == "GenuineIntel" and {"constant_tsc", "nonstop_tsc"} <= flags:
+        return "max,vendor=GenuineIntel"
+    return None
 
 
 def mode_vm(args, deadline: float, root: str) -> int:
@@ -311,7 +359,9 @@ def mode_vm(args, deadline: float, root: str) -> int:
     kernel, ver = find_kernel(args.kernel)
     ctrl = tempfile.mkdtemp(prefix="softroce-run.")
     try:
-        request = {"argv": args.command, "cwd": os.getcwd(), "env": command_env(root),
+        env = command_env(root)
+        env["PB_RIG_GUEST_CPU"] = guest_cpu(args) or "default"
+        request = {"argv": args.command, "cwd": os.getcwd(), "env": env,
                    "setup_timeout_s": args.setup_timeout, "rxe": "rxe0",
                    "netdev": "dummy0", "cidr": RXE_CIDR,
                    "fault": os.environ.get("SOFTROCE_RUN_FAULT", "")}
@@ -319,7 +369,8 @@ def mode_vm(args, deadline: float, root: str) -> int:
             json.dump(request, f)
         argv = vng_argv(args, root, ctrl, kernel)
         log(f"mode vm: booting kernel {ver} with virtme-ng "
-            f"({'KVM' if args.kvm else 'software emulation'}, {args.memory}, {args.cpus} cpus; "
+            f"({'KVM' if args.kvm else 'software emulation'}, {args.memory}, {args.cpus} cpus, "
+            f"cpu model {env['PB_RIG_GUEST_CPU']}, kernel args '{args.guest_append}'; "
             "typically 20-60 s)")
         t0 = time.monotonic()
         rc, setup_s = run_vm(argv, ctrl, deadline, args)
@@ -460,6 +511,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rwdir", action="append", default=[], metavar="DIR",
                    help="vm: extra host directory whose writes persist (the repo root "
                         "always does); repeatable")
+    p.add_argument("--guest-cpu", default=os.environ.get("SOFTROCE_RUN_GUEST_CPU", "auto"),
+                   metavar="SPEC",
+                   help="vm: qemu -cpu model; 'auto' (default) = max with the host's vendor on "
+                        "an Intel host with an invariant TSC, so the guest's clocksource is "
+                        "tsc; 'default' = virtme-ng's choice; anything else is passed to qemu")
+    p.add_argument("--guest-append",
+                   default=os.environ.get("SOFTROCE_RUN_GUEST_APPEND", "mitigations=off"),
+                   metavar="ARGS",
+                   help="vm: extra guest kernel command line (default: %(default)s: the "
+                        "guest runs only the test, and under emulation the CPU-bug "
+                        "mitigations triple the cost of every kernel entry; '' = none)")
     p.add_argument("--kvm", action="store_true",
                    help="vm: use KVM (hangs with Debian's stock kernel on our machines)")
     p.add_argument("--no-install", action="store_true",

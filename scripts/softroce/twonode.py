@@ -215,8 +215,10 @@ def run(args, deadline: float, root: str) -> int:
         for i in range(2):
             link = {"node": i, "ip": ips[i], "peer_ip": ips[1 - i], "mac": macs[i],
                     "netem": args.netem or "", "rendezvous_timeout_s": args.boot_timeout}
+            env = rig.command_env(root)
+            env["PB_RIG_GUEST_CPU"] = rig.guest_cpu(args) or "default"
             request = {"argv": args.command, "cwd": os.getcwd(),
-                       "env": rig.command_env(root), "setup_timeout_s": args.setup_timeout,
+                       "env": env, "setup_timeout_s": args.setup_timeout,
                        "rxe": "rxe0", "netdev": "", "cidr": ips[i] + "/24",
                        "fault": os.environ.get("SOFTROCE_RUN_FAULT", ""),
                        "link": link}
