@@ -23,6 +23,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 struct bench_params {
 	struct pb_u64_list procs;
@@ -121,6 +124,33 @@ static int bench_procs(unsigned n, uint64_t rounds, uint64_t timeout_ns)
 	return rc;
 }
 
+/*
+ * Reference only: what a raw TSC read costs next to pb_clock_now_ns(), i.e. the
+ * most a TSC clock path could save per sample (perftest stamps with rdtsc).
+ * Median over 101 batches of 1000 reads, timed with pb_clock_now_ns(); < 0 if
+ * not x86-64.  pairbench itself never uses the TSC (docs/methodology.md).
+ */
+static double rdtsc_cost_ns(void)
+{
+#if defined(__x86_64__)
+	double per_read[101];
+	volatile uint64_t sink = 0;
+	struct pb_stats st;
+
+	for (int b = 0; b < 101; b++) {
+		uint64_t t0 = pb_clock_now_ns();
+
+		for (int i = 0; i < 1000; i++)
+			sink += __rdtsc();
+		per_read[b] = (double)(pb_clock_now_ns() - t0) / 1000.0;
+	}
+	(void)sink;
+	return pb_stats_compute(per_read, 101, &st) ? -1.0 : st.p50;
+#else
+	return -1.0;
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_params p;
@@ -145,6 +175,10 @@ int main(int argc, char **argv)
 	       ci.source, ci.kernel_clocksource, ci.cost_ns, ci.resolution_ns, ci.min_step_ns,
 	       sysconf(_SC_NPROCESSORS_ONLN));
 	pb_clock_warn_if_slow(&ci);
+	double tsc_ns = rdtsc_cost_ns();
+
+	if (tsc_ns >= 0)
+		printf("# reference (not used by pairbench): rdtsc cost_ns=%.2f\n", tsc_ns);
 	printf("processes,rounds,round_ns_p50,round_ns_p99,round_ns_mean,skew_ns_p50,skew_ns_p99,skew_ns_max\n");
 	fflush(stdout);
 	for (size_t i = 0; i < p.procs.n && !rc; i++)

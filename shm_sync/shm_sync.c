@@ -209,10 +209,11 @@ void shm_sync_abort(struct shm_sync *s, int member, const char *reason)
 bool shm_sync_aborted(struct shm_sync *s, char *reason, size_t len)
 {
 	int32_t a = atomic_load_explicit(&s->hdr->aborted, memory_order_acquire);
-	uint64_t until = pb_clock_now_ns() + 1000000; /* the writer needs ~a µs */
+	uint64_t until;
 
-	if (!a)
+	if (!a)  /* the common case, polled from wait loops: no clock read */
 		return false;
+	until = pb_clock_now_ns() + 1000000; /* the writer needs ~a µs */
 	/* a == 2: the aborting member is still writing its reason; wait for it, bounded. */
 	while (a == 2 && pb_clock_now_ns() < until) {
 		shm_sync_cpu_relax();
