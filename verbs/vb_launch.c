@@ -55,11 +55,33 @@ static void vb_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-static void vb_sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+/*
+ * The launcher sleeps until a child changes state, a signal arrives or max_ms
+ * passes: SIGCHLD is blocked in the launcher (vb_block_sigchld) and taken with
+ * sigtimedwait, so an idle launcher does not wake up while the workers measure
+ * (a 5 ms poll used to wake it 200 times a second, on a core of the node
+ * under test).
+ */
+static sigset_t vb_sigchld_set, vb_saved_mask;
 
-	nanosleep(&ts, NULL);
+static void vb_block_sigchld(void)
+{
+	sigemptyset(&vb_sigchld_set);
+	sigaddset(&vb_sigchld_set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &vb_sigchld_set, &vb_saved_mask);
+}
+
+/* In a forked child: the signal mask the launcher started with. */
+static void vb_child_restore_mask(void)
+{
+	sigprocmask(SIG_SETMASK, &vb_saved_mask, NULL);
+}
+
+static void vb_wait_child_event(long max_ms)
+{
+	struct timespec ts = { max_ms / 1000, (max_ms % 1000) * 1000000L };
+
+	sigtimedwait(&vb_sigchld_set, NULL, &ts); /* EAGAIN / EINTR: the caller re-checks */
 }
 
 /* Probe the device in a child process; the launcher stays free of ibv_* calls. */
@@ -74,8 +96,10 @@ static int vb_probe(struct vb_launch *L)
 		pb_log_error("fork: %s", strerror(errno));
 		return -errno;
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		vb_child_restore_mask();
 		_exit(vb_dev_probe(L->p, pr) ? 1 : 0);
+	}
 	for (;;) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
 
@@ -87,7 +111,7 @@ static int vb_probe(struct vb_launch *L)
 			pb_log_error("querying the RDMA device took longer than --timeout");
 			return -ETIMEDOUT;
 		}
-		vb_sleep_ms(5);
+		vb_wait_child_event(100);
 	}
 	if (!WIFEXITED(st)) {
 		pb_log_error("the device probe died (signal %d)", WTERMSIG(st));
@@ -341,7 +365,7 @@ static int vb_reap(struct vb_launch *L)
 					}
 				kill_at = UINT64_MAX;
 			}
-			vb_sleep_ms(5);
+			vb_wait_child_event(kill_at ? 100 : 1000);
 			continue;
 		}
 		unsigned m;
@@ -387,7 +411,10 @@ static int vb_run_workers(struct vb_launch *L)
 			break;
 		}
 		if (pid == 0) {
-			int code = vb_worker_main(L, m);
+			int code;
+
+			vb_child_restore_mask();
+			code = vb_worker_main(L, m);
 
 			if (L->csv)
 				fflush(L->csv);
@@ -409,6 +436,7 @@ int vb_launch(struct vb_params *p, FILE *csv)
 	L.members = p->loopback ? 2 * p->pairs : p->pairs;
 	L.max_samples = p->c.duration_s > 0 ? 1 : p->c.iterations;
 	vb_signals();
+	vb_block_sigchld();
 	L.sh = mmap(NULL, sizeof(*L.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (L.sh == MAP_FAILED) {
 		pb_log_error("mmap: %s", strerror(errno));
