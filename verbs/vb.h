@@ -228,12 +228,14 @@ int vb_reap_pending(struct vb_worker *w);
 /*
  * Wait for the peer's "stream done" word (send: and every announced message).
  * Without sends the wait sleeps between looks, 20 us doubling up to
- * max_nap_ns (VB_NAP_TIMED_NS when the wait ends a timed window).  0 or -errno.
+ * max_nap_ns (VB_NAP_TIMED_NS when the wait ends a timed window) and never
+ * longer than 1/8 of the time waited so far: a stream of length T costs about
+ * log2(T / 20 us) + 8 wake-ups and is noticed at most ~T/8 late.  0 or -errno.
  */
 int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
 			uint64_t deadline_ns, uint64_t max_nap_ns);
 #define VB_NAP_TIMED_NS 20000u     /* ends a measured window: no backoff */
-#define VB_NAP_PASSIVE_NS 1000000u /* untimed passive side: late by <= 1 ms, the pair sync waits */
+#define VB_NAP_PASSIVE_NS 50000000u /* untimed passive side: the pair sync waits for it */
 int vb_stream_signal(struct vb_worker *w, uint64_t count);
 void vb_flag(struct pb_timed *t, const char *flag);
 uint64_t vb_deadline(const struct vb_worker *w);

@@ -170,7 +170,7 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
 			uint64_t deadline_ns, uint64_t max_nap_ns)
 {
 	bool sends = w->test->op == VB_OP_SEND;
-	uint64_t nap_ns = VB_NAP_MIN_NS;
+	uint64_t nap_ns = VB_NAP_MIN_NS, t0 = sends ? 0 : pb_clock_now_ns();
 	struct ibv_wc wc[16];
 	unsigned spins = 0;
 	int rc;
@@ -201,15 +201,21 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
 			/*
 			 * Nothing to do but wait: sleep instead of spinning, so a
 			 * passive side does not take the core from other pairs (or,
-			 * with Soft-RoCE, from the kernel doing the transfer).  The
-			 * nap doubles from 20 us to max_nap_ns: a read/atomic target
-			 * waits a whole timed block, and 50 000 wake-ups a second cost
-			 * a large part of an (emulated) CPU.
+			 * with Soft-RoCE, from the kernel doing the transfer).  A
+			 * read/atomic target waits a whole timed block, and every
+			 * wake-up lands on a core of the node under test (perftest's
+			 * target blocks in a socket read), so the nap doubles from
+			 * 20 us up to max_nap_ns, bounded by 1/8 of the time waited.
 			 */
-			struct timespec ts = { 0, (long)nap_ns };
+			struct timespec ts = { (time_t)(nap_ns / 1000000000u),
+					       (long)(nap_ns % 1000000000u) };
+			uint64_t cap;
 
 			nanosleep(&ts, NULL);
-			if (nap_ns * 2 <= max_nap_ns)
+			cap = (pb_clock_now_ns() - t0) / 8;
+			if (cap > max_nap_ns)
+				cap = max_nap_ns;
+			if (nap_ns * 2 <= cap)
 				nap_ns *= 2;
 			if ((rc = vb_wait_check(w, deadline_ns, "the peer's end of stream")))
 				return rc;
