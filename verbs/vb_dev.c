@@ -119,27 +119,49 @@ static void vb_gid_type(const struct vb_probe *pr, unsigned port, int idx, char 
 		snprintf(out, len, "%s", pr->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE?" : "IB");
 }
 
-/* Automatic choice: RoCE v2 with an IPv4-mapped GID, then any RoCE v2, then the first valid. */
+/* Score one valid GID for the automatic choice; remembers the best in *best. */
+static void vb_gid_consider(const struct vb_params *p, struct vb_probe *pr, int idx,
+			    const union ibv_gid *g, int *best, int *best_score)
+{
+	char type[32];
+	int score;
+
+	if (vb_gid_zero(g) || (p->gid_index_v >= 0 && idx != p->gid_index_v))
+		return;
+	vb_gid_type(pr, (unsigned)p->ib_port, idx, type, sizeof(type));
+	score = (strstr(type, "v2") ? 2 : 0) + (vb_gid_v4mapped(g) ? 1 : 0);
+	if (score > *best_score) {
+		*best_score = score;
+		*best = idx;
+	}
+}
+
+/*
+ * Automatic choice: RoCE v2 with an IPv4-mapped GID, then any RoCE v2, then the
+ * first valid.  The valid entries come from one ibv_query_gid_table() call;
+ * querying every index instead (rxe: 1024, nearly all empty) costs a system
+ * call each, ~3 s in the emulated rig.  Per-index queries remain the fallback.
+ */
 static int vb_gid_choose(struct ibv_context *ctx, const struct vb_params *p, struct vb_probe *pr,
-			 int table_len)
+			 int table_len, unsigned ports)
 {
 	int best = -1, best_score = -1;
+	size_t max = (size_t)(table_len > 0 ? table_len : 1) * (ports ? ports : 1);
+	struct ibv_gid_entry *ents = calloc(max, sizeof(*ents));
+	ssize_t n = ents ? ibv_query_gid_table(ctx, ents, max, 0) : -1;
 	union ibv_gid g;
-	char type[32];
 
-	for (int i = 0; i < table_len; i++) {
-		if (ibv_query_gid(ctx, (uint8_t)p->ib_port, i, &g) || vb_gid_zero(&g))
-			continue;
-		if (p->gid_index_v >= 0 && i != p->gid_index_v)
-			continue;
-		vb_gid_type(pr, (unsigned)p->ib_port, i, type, sizeof(type));
-		int score = (strstr(type, "v2") ? 2 : 0) + (vb_gid_v4mapped(&g) ? 1 : 0);
-
-		if (score > best_score) {
-			best_score = score;
-			best = i;
-		}
+	if (n >= 0) {
+		for (ssize_t k = 0; k < n; k++)
+			if (ents[k].port_num == p->ib_port)
+				vb_gid_consider(p, pr, (int)ents[k].gid_index, &ents[k].gid, &best,
+						&best_score);
+	} else {
+		for (int i = 0; i < table_len; i++)
+			if (!ibv_query_gid(ctx, (uint8_t)p->ib_port, i, &g))
+				vb_gid_consider(p, pr, i, &g, &best, &best_score);
 	}
+	free(ents);
 	if (best < 0) {
 		if (p->gid_index_v >= 0)
 			snprintf(pr->error, sizeof(pr->error), "GID index %d (-x) of %s port %llu is empty or beyond the table (%d entries)",
@@ -233,7 +255,7 @@ static int vb_dev_query(struct ibv_context *ctx, const struct vb_params *p, stru
 			 pr->device, (unsigned long long)p->ib_port, ibv_port_state_str(pa.state));
 		return -ENETDOWN;
 	}
-	return vb_gid_choose(ctx, p, pr, pa.gid_tbl_len);
+	return vb_gid_choose(ctx, p, pr, pa.gid_tbl_len, da.phys_port_cnt);
 }
 
 int vb_dev_probe(const struct vb_params *p, struct vb_probe *pr)
