@@ -140,7 +140,7 @@ static void vb_gid_consider(const struct vb_params *p, struct vb_probe *pr, int 
  * Automatic choice: RoCE v2 with an IPv4-mapped GID, then any RoCE v2, then the
  * first valid.  The valid entries come from one ibv_query_gid_table() call;
  * querying every index instead (rxe: 1024, nearly all empty) costs a system
- * call each, ~3 s in the emulated rig.  Per-index queries remain the fallback.
+ * call each.  Per-index queries remain the fallback.
  */
 static int vb_gid_choose(struct ibv_context *ctx, const struct vb_params *p, struct vb_probe *pr,
 			 int table_len, unsigned ports)
