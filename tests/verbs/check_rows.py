@@ -8,6 +8,7 @@ Exit 0 when every check passes, 1 with one line per failure otherwise.
 import argparse
 import csv
 import math
+import os
 import subprocess
 import sys
 
@@ -92,6 +93,9 @@ def main() -> int:
     a = ap.parse_args()
     failures: list[str] = []
     cols = schema_columns(a.binary)
+    if not os.path.isfile(a.csv) or os.path.getsize(a.csv) == 0:
+        print(f"{a.csv}: missing or empty (the run wrote no rows)", file=sys.stderr)
+        return 1
     with open(a.csv, newline="") as f:
         reader = csv.DictReader(f)
         if reader.fieldnames != cols:
