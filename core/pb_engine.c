@@ -44,6 +44,7 @@ static void pb_engine_point(const struct pb_engine_params *p, uint64_t size,
 	pt->msg_size_bytes = size;
 	pt->pairs = p->pairs;
 	pt->link_gbit_s = p->link_gbit_s;
+	pt->shared_iterations = p->shared_iterations;
 }
 
 /* Leader: error rows (one per pair and the aggregate) for a point that did not run. */

@@ -81,6 +81,7 @@ struct pb_engine_params {
 	uint64_t window;         /* recorded in rows; 0 = n/a */
 	unsigned pairs;
 	double link_gbit_s;      /* capacity for link_pct and the above-link flag; 0 = unknown */
+	bool shared_iterations;  /* all pairs run the same iterations (pb_point_desc) */
 };
 
 struct pb_engine_role {

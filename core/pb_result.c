@@ -120,7 +120,10 @@ int pb_result_rows(const struct pb_point_desc *pt, const struct pb_pair_result *
 			failed++;
 			continue;
 		}
-		iters += r->iterations;
+		if (!pt->shared_iterations)
+			iters += r->iterations;
+		else if (r->iterations > iters)
+			iters = r->iterations;
 		if (r->start_ns < first_start)
 			first_start = r->start_ns;
 		if (r->start_ns > last_start)

@@ -51,6 +51,12 @@ struct pb_point_desc {
 	 * the port's link rate (x 2 for bidirectional tests); 0 = unknown.
 	 */
 	double link_gbit_s;
+	/*
+	 * Every "pair" takes part in the same iterations (collectives, halo: one
+	 * call of all ranks is one iteration): the aggregate's iterations is that
+	 * count (the max over pairs), not the sum over pairs.
+	 */
+	bool shared_iterations;
 };
 
 /* Set status, error text (printf-style) of a result. */

@@ -184,6 +184,7 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 			.duration_s = ctx->p->c.duration_s,
 			.window = t->kind == MP_KIND_PAIR && strcmp(t->name, "latency") ? ctx->p->window : 0,
 			.pairs = ctx->pairs,
+			.shared_iterations = t->kind == MP_KIND_ALL,
 		};
 		struct pb_engine_role role = {
 			.measuring = t->kind == MP_KIND_ALL || ctx->side == MP_SIDE_A,

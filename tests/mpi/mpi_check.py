@@ -130,6 +130,17 @@ def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> l
             raise Fail(f"{where}: no host")
         if r["pair_id"] != "all" and test in PAIR_TESTS and not r["peer"]:
             raise Fail(f"{where}: no peer")
+    # Aggregate iterations: summed over pairs for pair tests; for collectives and
+    # halo every rank takes part in the same N iterations, so N itself.
+    for agg in (r for r in rows if r["pair_id"] == "all"):
+        per = [int(r["iterations"]) for r in rows
+               if r["pair_id"] != "all" and r["msg_size_bytes"] == agg["msg_size_bytes"]]
+        want = sum(per) if test in PAIR_TESTS else max(per)
+        if test not in PAIR_TESTS and getattr(a, "iterations", None) and want != a.iterations:
+            raise Fail(f"{agg['msg_size_bytes']} B: ranks ran {want} iterations, -n was {a.iterations}")
+        if int(agg["iterations"]) != want:
+            raise Fail(f"{agg['msg_size_bytes']} B aggregate: iterations={agg['iterations']}, "
+                       f"expected {want} ({'sum over pairs' if test in PAIR_TESTS else 'N'})")
     return rows
 
 

@@ -88,7 +88,7 @@ static struct pb_pair_result bw_pair(unsigned id, uint64_t start, uint64_t end, 
 /* Aggregate = sum of bytes over the global window, never a sum of per-pair rates. */
 static void test_aggregate_window(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 2, 100.0 };
+	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 2, 100.0, false };
 	struct pb_pair_result res[2] = {
 		bw_pair(0, 0, 1000000, 1000000),       /* 1 MB in 1 ms  = 8 Gbit/s */
 		bw_pair(1, 1000000, 2000000, 1000000), /* 1 MB in the next ms, no overlap */
@@ -118,11 +118,20 @@ static void test_aggregate_window(void)
 	pt.link_gbit_s = 0; /* unknown: no link_pct */
 	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, NULL, 0, rows), 0);
 	CHECK_STR(rows[2].cell[PB_COL_link_pct], "");
+
+	/* Collectives: every row took part in the same iterations: not summed. */
+	res[1].iterations = 999; /* a rank that stopped early shows, the max counts */
+	pt.shared_iterations = true;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, NULL, 0, rows), 0);
+	CHECK_STR(rows[2].cell[PB_COL_iterations], "1000");
+	pt.shared_iterations = false;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, NULL, 0, rows), 0);
+	CHECK_STR(rows[2].cell[PB_COL_iterations], "1999");
 }
 
 static void test_error_rows(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 64, 2, 0 };
+	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 64, 2, 0, false };
 	struct pb_pair_result res[2] = { { .pair_id = 0, .has_lat = 1, .cpu = -1, .numa_node = -1 },
 					 { .pair_id = 1, .cpu = -1, .numa_node = -1 } };
 	struct pb_row rows[3];
