@@ -40,7 +40,7 @@ struct pb_common_params {
 	{ "test", 0, PB_OPT_STRING, offsetof(type, m.test), default_test, 0, 0, NULL, "NAME",      \
 	  "test to run (see --list-tests)" },                                                      \
 	{ "sizes", 's', PB_OPT_SIZE_LIST, offsetof(type, m.sizes), default_sizes, 1,             \
-	  1073741824.0, NULL, "LIST", "message sizes: 64,4K or lo:hi (powers of two)" },           \
+	  1073741824.0, NULL, "LIST", "message sizes: " PB_SIZE_LIST_RULE },                      \
 	{ "iterations", 'n', PB_OPT_U64, offsetof(type, m.iterations), default_iters, 1, 1e9, NULL, \
 	  "N", "timed iterations per size (bandwidth: messages per pair)" },                       \
 	{ "warmup", 'w', PB_OPT_U64, offsetof(type, m.warmup), "100", 0, 1e9, NULL, "N",           \

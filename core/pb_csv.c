@@ -39,25 +39,30 @@ void pb_row_set_i64(struct pb_row *row, enum pb_col col, int64_t v)
 	snprintf(row->cell[col], PB_CELL_MAX, "%" PRId64, v);
 }
 
-void pb_row_set_double(struct pb_row *row, enum pb_col col, double v, int decimals)
+void pb_row_set_double(struct pb_row *row, enum pb_col col, double v)
 {
 	if (!isfinite(v)) {
 		row->cell[col][0] = '\0';
 		return;
 	}
-	snprintf(row->cell[col], PB_CELL_MAX, "%.*f", decimals, v);
+	/*
+	 * 9 significant digits at any magnitude: fixed decimals would print
+	 * 0.000082 Gbit/s with two significant digits, and a compare of two
+	 * such numbers would see rounding as a change.
+	 */
+	snprintf(row->cell[col], PB_CELL_MAX, "%.*g", PB_CSV_DIGITS, v);
 }
 
 void pb_row_set_lat_stats(struct pb_row *row, const struct pb_stats *us)
 {
-	pb_row_set_double(row, PB_COL_lat_us_min, us->min, 4);
-	pb_row_set_double(row, PB_COL_lat_us_p50, us->p50, 4);
-	pb_row_set_double(row, PB_COL_lat_us_p90, us->p90, 4);
-	pb_row_set_double(row, PB_COL_lat_us_p99, us->p99, 4);
-	pb_row_set_double(row, PB_COL_lat_us_p999, us->p999, 4);
-	pb_row_set_double(row, PB_COL_lat_us_max, us->max, 4);
-	pb_row_set_double(row, PB_COL_lat_us_mean, us->mean, 4);
-	pb_row_set_double(row, PB_COL_lat_us_stdev, us->stdev, 4);
+	pb_row_set_double(row, PB_COL_lat_us_min, us->min);
+	pb_row_set_double(row, PB_COL_lat_us_p50, us->p50);
+	pb_row_set_double(row, PB_COL_lat_us_p90, us->p90);
+	pb_row_set_double(row, PB_COL_lat_us_p99, us->p99);
+	pb_row_set_double(row, PB_COL_lat_us_p999, us->p999);
+	pb_row_set_double(row, PB_COL_lat_us_max, us->max);
+	pb_row_set_double(row, PB_COL_lat_us_mean, us->mean);
+	pb_row_set_double(row, PB_COL_lat_us_stdev, us->stdev);
 }
 
 void pb_row_add_flag(struct pb_row *row, const char *flag)

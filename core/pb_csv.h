@@ -28,8 +28,15 @@ void pb_row_init(struct pb_row *row);
 void pb_row_set_str(struct pb_row *row, enum pb_col col, const char *text);
 void pb_row_set_u64(struct pb_row *row, enum pb_col col, uint64_t v);
 void pb_row_set_i64(struct pb_row *row, enum pb_col col, int64_t v);
-/* A non-finite value leaves the cell empty (missing, never 0). */
-void pb_row_set_double(struct pb_row *row, enum pb_col col, double v, int decimals);
+/* Significant digits of every number in the CSV ("%.9g"). */
+#define PB_CSV_DIGITS 9
+
+/*
+ * A double with PB_CSV_DIGITS significant digits at any magnitude
+ * (exponent notation below 1e-4 and from 1e9).  A non-finite value leaves
+ * the cell empty (missing, never 0).
+ */
+void pb_row_set_double(struct pb_row *row, enum pb_col col, double v);
 /* Fill the lat_us_* columns from statistics already in microseconds. */
 void pb_row_set_lat_stats(struct pb_row *row, const struct pb_stats *us);
 /* Append a flag to the ';'-separated flags cell. */

@@ -70,6 +70,12 @@ static int pb_list_push(struct pb_u64_list *l, uint64_t v, char *err, size_t err
 	return 0;
 }
 
+static bool pb_is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* An item: one value, or A:B = the powers of two A, 2A, 4A, ... B (A, B powers of two). */
 static int pb_parse_list_item(char *item, bool suffixes, struct pb_u64_list *out, char *err,
 			      size_t errlen)
 {
@@ -87,13 +93,14 @@ static int pb_parse_list_item(char *item, bool suffixes, struct pb_u64_list *out
 		rc = pb_parse_u64_text(colon + 1, suffixes, &hi, err, errlen);
 	if (rc)
 		return rc;
-	if (lo == 0 || hi < lo) {
-		snprintf(err, errlen, "range '%s:%s' must satisfy 0 < lo <= hi", item, colon + 1);
+	if (!pb_is_pow2(lo) || !pb_is_pow2(hi) || hi < lo) {
+		snprintf(err, errlen, "range '%s:%s': both ends must be powers of two, low <= high",
+			 item, colon + 1);
 		return -EINVAL;
 	}
 	for (uint64_t v = lo; v <= hi; v *= 2) {
 		rc = pb_list_push(out, v, err, errlen);
-		if (rc || v > UINT64_MAX / 2)
+		if (rc || v == hi)
 			return rc;
 	}
 	return 0;

@@ -6,9 +6,16 @@
  * option and the accepted range; no value is ever rewritten.
  *
  * Sizes: an integer with an optional binary suffix K (2^10), M (2^20) or
- * G (2^30).  Size lists: comma-separated items, each a size or a range
- * "lo:hi" meaning lo, 2*lo, 4*lo, ... <= hi.  Duplicates are rejected.
+ * G (2^30).  Size lists (PB_SIZE_LIST_RULE; the driver's
+ * scripts/pairbench/sizes.py follows the same rule, tests/unit/size_list_parity.py
+ * checks both): comma-separated items, each a size or a range "A:B" meaning
+ * every power of two from A to B, where A and B must themselves be powers of
+ * two and A <= B.  Values stay in the order written; a value listed twice
+ * (also through a range) is rejected, as are empty items and spaces.
  */
+#define PB_SIZE_LIST_RULE                                                                  \
+	"comma-separated sizes (suffix K/M/G = 2^10/2^20/2^30); A:B = every power of two "    \
+	"from A to B (A, B powers of two); in the order given, no size twice"
 #ifndef PB_OPTS_H
 #define PB_OPTS_H
 

@@ -34,11 +34,11 @@ static void pb_rows_bw(const struct pb_point_desc *pt, struct pb_row *row, uint6
 	double secs = (double)window_ns / 1e9;
 	double gbit = secs > 0 ? (double)bytes * 8.0 / secs / 1e9 : NAN;
 
-	pb_row_set_double(row, PB_COL_bw_gbit_s, gbit, 6);
-	pb_row_set_double(row, PB_COL_bw_mbyte_s, secs > 0 ? (double)bytes / secs / 1e6 : NAN, 4);
-	pb_row_set_double(row, PB_COL_msg_rate_per_s, secs > 0 ? (double)messages / secs : NAN, 1);
+	pb_row_set_double(row, PB_COL_bw_gbit_s, gbit);
+	pb_row_set_double(row, PB_COL_bw_mbyte_s, secs > 0 ? (double)bytes / secs / 1e6 : NAN);
+	pb_row_set_double(row, PB_COL_msg_rate_per_s, secs > 0 ? (double)messages / secs : NAN);
 	if (pt->link_gbit_s > 0 && isfinite(gbit)) {
-		pb_row_set_double(row, PB_COL_link_pct, 100.0 * gbit / pt->link_gbit_s, 2);
+		pb_row_set_double(row, PB_COL_link_pct, 100.0 * gbit / pt->link_gbit_s);
 		if (gbit > pt->link_gbit_s)
 			pb_row_add_flag(row, "above_link_rate");
 	}
@@ -74,7 +74,7 @@ static void pb_rows_pair(const struct pb_point_desc *pt, const struct pb_pair_re
 		pb_row_set_lat_stats(row, &r->lat_us);
 	}
 	if (r->end_ns > r->start_ns)
-		pb_row_set_double(row, PB_COL_duration_s, (double)(r->end_ns - r->start_ns) / 1e9, 6);
+		pb_row_set_double(row, PB_COL_duration_s, (double)(r->end_ns - r->start_ns) / 1e9);
 	if (r->has_bw)
 		pb_rows_bw(pt, row, r->bytes, r->messages, r->end_ns - r->start_ns, gbit);
 }
@@ -98,13 +98,127 @@ static void pb_rows_aggregate_error(const struct pb_pair_result *res, unsigned n
 	pb_row_set_str(agg, PB_COL_error, msg);
 }
 
+/* What the pairs of one point add up to; filled by pb_rows_scan. */
+struct pb_rows_sum {
+	unsigned failed, n_bw, n_lat;
+	uint64_t first_start, last_start, last_end, iters;   /* every pair */
+	uint64_t bytes, msgs;
+	uint64_t bw_iters, bw_start, bw_end;      /* bandwidth pairs */
+	uint64_t lat_iters, lat_start, lat_end;   /* latency pairs */
+	const struct pb_pair_result *lat_pair;    /* the last latency pair */
+	const struct pb_pair_result *worst_lat;   /* highest p50; NULL: none */
+	const struct pb_pair_result *min_bw;      /* lowest bw_gbit_s; NULL: none */
+	double min_gbit, sum_gbit;                /* over n_gbit finite per-pair rates */
+	unsigned n_gbit;
+};
+
+/* Sum (or, with shared iterations, the common count: the max) of iterations. */
+static void pb_rows_add_iters(const struct pb_point_desc *pt, uint64_t *acc, uint64_t v)
+{
+	if (!pt->shared_iterations)
+		*acc += v;
+	else if (v > *acc)
+		*acc = v;
+}
+
+static void pb_rows_span(uint64_t *start, uint64_t *end, const struct pb_pair_result *r)
+{
+	if (r->start_ns < *start)
+		*start = r->start_ns;
+	if (r->end_ns > *end)
+		*end = r->end_ns;
+}
+
+/* One successful pair into the sums; gbit = its bandwidth (NaN: none). */
+static void pb_rows_scan(const struct pb_point_desc *pt, const struct pb_pair_result *r,
+			 double gbit, struct pb_rows_sum *s)
+{
+	if (r->start_ns < s->first_start)
+		s->first_start = r->start_ns;
+	if (r->start_ns > s->last_start)
+		s->last_start = r->start_ns;
+	if (r->end_ns > s->last_end)
+		s->last_end = r->end_ns;
+	pb_rows_add_iters(pt, &s->iters, r->iterations);
+	if (r->has_bw) {
+		s->n_bw++;
+		s->bytes += r->bytes;
+		s->msgs += r->messages;
+		pb_rows_add_iters(pt, &s->bw_iters, r->iterations);
+		pb_rows_span(&s->bw_start, &s->bw_end, r);
+		if (isfinite(gbit)) {
+			s->n_gbit++;
+			s->sum_gbit += gbit;
+			if (!s->min_bw || gbit < s->min_gbit) {
+				s->min_bw = r;
+				s->min_gbit = gbit;
+			}
+		}
+	}
+	if (r->has_lat) {
+		s->n_lat++;
+		s->lat_pair = r;
+		pb_rows_add_iters(pt, &s->lat_iters, r->iterations);
+		pb_rows_span(&s->lat_start, &s->lat_end, r);
+		if (isfinite(r->lat_us.p50) &&
+		    (!s->worst_lat || r->lat_us.p50 > s->worst_lat->lat_us.p50))
+			s->worst_lat = r;
+	}
+}
+
+/*
+ * What the worst pair did: only where pairs measure independently (not
+ * collectives/halo, whose aggregate is already the max over ranks per
+ * iteration) and at least two pairs measured the quantity.
+ */
+static void pb_rows_worst(const struct pb_point_desc *pt, const struct pb_rows_sum *s,
+			  struct pb_row *agg)
+{
+	if (pt->shared_iterations)
+		return;
+	if (s->n_lat >= 2 && s->worst_lat) {
+		pb_row_set_u64(agg, PB_COL_worst_lat_pair_id, s->worst_lat->pair_id);
+		pb_row_set_double(agg, PB_COL_worst_lat_us_p50, s->worst_lat->lat_us.p50);
+		pb_row_set_double(agg, PB_COL_worst_lat_us_p99, s->worst_lat->lat_us.p99);
+	}
+	if (s->n_bw >= 2 && s->min_bw) {
+		double mean = s->sum_gbit / s->n_gbit;
+
+		pb_row_set_u64(agg, PB_COL_min_bw_pair_id, s->min_bw->pair_id);
+		pb_row_set_double(agg, PB_COL_min_pair_bw_gbit_s, s->min_gbit);
+		pb_row_set_double(agg, PB_COL_min_pair_bw_share, mean > 0 ? s->min_gbit / mean : NAN);
+	}
+}
+
+/*
+ * iterations and duration_s of the aggregate describe the numbers next to
+ * them: the bandwidth pairs when the row has bandwidth (loaded_lat: the
+ * loading pairs, not the probe), else the latency pairs, else every pair.
+ */
+static void pb_rows_agg_count(const struct pb_rows_sum *s, struct pb_row *agg)
+{
+	uint64_t iters = s->iters, start = s->first_start, end = s->last_end;
+
+	if (s->n_bw) {
+		iters = s->bw_iters;
+		start = s->bw_start;
+		end = s->bw_end;
+	} else if (s->n_lat) {
+		iters = s->lat_iters;
+		start = s->lat_start;
+		end = s->lat_end;
+	}
+	pb_row_set_u64(agg, PB_COL_iterations, iters);
+	if (end > start)
+		pb_row_set_double(agg, PB_COL_duration_s, (double)(end - start) / 1e9);
+}
+
 int pb_result_rows(const struct pb_point_desc *pt, const struct pb_pair_result *res,
 		   unsigned n, double *pooled_us, size_t n_pooled, struct pb_row *rows)
 {
 	struct pb_row *agg = &rows[n];
-	uint64_t first_start = UINT64_MAX, last_start = 0, last_end = 0, bytes = 0, msgs = 0, iters = 0;
-	unsigned failed = 0, n_bw = 0, n_lat = 0;
-	const struct pb_pair_result *lat_pair = NULL;
+	struct pb_rows_sum s = { .first_start = UINT64_MAX, .bw_start = UINT64_MAX,
+				 .lat_start = UINT64_MAX };
 	double *gbit;
 
 	if (n == 0)
@@ -113,73 +227,48 @@ int pb_result_rows(const struct pb_point_desc *pt, const struct pb_pair_result *
 	if (!gbit)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		const struct pb_pair_result *r = &res[i];
+		double g;
 
-		pb_rows_pair(pt, r, &rows[i], &gbit[i]);
-		if (r->status) {
-			failed++;
+		pb_rows_pair(pt, &res[i], &rows[i], &g);
+		if (res[i].status) {
+			s.failed++;
 			continue;
 		}
-		if (!pt->shared_iterations)
-			iters += r->iterations;
-		else if (r->iterations > iters)
-			iters = r->iterations;
-		if (r->start_ns < first_start)
-			first_start = r->start_ns;
-		if (r->start_ns > last_start)
-			last_start = r->start_ns;
-		if (r->end_ns > last_end)
-			last_end = r->end_ns;
-		if (r->has_bw) {
-			gbit[n_bw++] = gbit[i];
-			bytes += r->bytes;
-			msgs += r->messages;
-		}
-		if (r->has_lat) {
-			n_lat++;
-			lat_pair = r;
-		}
+		pb_rows_scan(pt, &res[i], g, &s);
+		if (res[i].has_bw)
+			gbit[s.n_bw - 1] = g;
 	}
 
 	pb_rows_common(pt, agg);
 	pb_row_set_str(agg, PB_COL_pair_id, "all");
 	pb_row_set_str(agg, PB_COL_host, res[0].host);
-	if (failed) {
+	if (s.failed) {
 		pb_rows_aggregate_error(res, n, agg);
 		free(gbit);
 		return 0;
 	}
-	pb_row_set_u64(agg, PB_COL_iterations, iters);
+	pb_rows_agg_count(&s, agg);
 	pb_row_set_u64(agg, PB_COL_warmup_iterations, res[0].warmup_iterations);
 	if (res[0].window)
 		pb_row_set_u64(agg, PB_COL_window, res[0].window);
 	pb_row_set_str(agg, PB_COL_status, "ok");
-	pb_row_set_double(agg, PB_COL_start_skew_us, (double)(last_start - first_start) / 1e3, 3);
-	pb_row_set_double(agg, PB_COL_duration_s, (double)(last_end - first_start) / 1e9, 6);
-	if (n_lat) {
+	pb_row_set_double(agg, PB_COL_start_skew_us, (double)(s.last_start - s.first_start) / 1e3);
+	if (s.n_lat) {
 		struct pb_stats st;
 
 		pb_row_set_str(agg, PB_COL_lat_kind, pt->lat_kind);
 		if (n_pooled && pb_stats_compute(pooled_us, n_pooled, &st) == 0)
 			pb_row_set_lat_stats(agg, &st);
-		else if (n_lat == 1)
-			pb_row_set_lat_stats(agg, &lat_pair->lat_us);
+		else if (s.n_lat == 1)
+			pb_row_set_lat_stats(agg, &s.lat_pair->lat_us);
 	}
-	if (n_bw) {
+	if (s.n_bw) {
 		/* The aggregate window spans only the bandwidth pairs. */
-		uint64_t bw_start = UINT64_MAX, bw_end = 0;
-
-		for (unsigned i = 0; i < n; i++) {
-			if (!res[i].has_bw)
-				continue;
-			if (res[i].start_ns < bw_start)
-				bw_start = res[i].start_ns;
-			if (res[i].end_ns > bw_end)
-				bw_end = res[i].end_ns;
-		}
-		pb_rows_bw(pt, agg, bytes, msgs, bw_end > bw_start ? bw_end - bw_start : 0, NULL);
-		pb_row_set_double(agg, PB_COL_fairness, pb_jain_index(gbit, n_bw), 4);
+		pb_rows_bw(pt, agg, s.bytes, s.msgs,
+			   s.bw_end > s.bw_start ? s.bw_end - s.bw_start : 0, NULL);
+		pb_row_set_double(agg, PB_COL_fairness, pb_jain_index(gbit, s.n_bw));
 	}
+	pb_rows_worst(pt, &s, agg);
 	free(gbit);
 	return 0;
 }

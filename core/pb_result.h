@@ -71,6 +71,14 @@ void pb_result_fail(struct pb_pair_result *r, int neg_errno, const char *fmt, ..
  *   start_skew_us       = latest start_ns - earliest start_ns
  *   aggregate latency   = statistics of pooled_us (all pairs' samples), or
  *                         the single latency pair's statistics when n_pooled == 0
+ *   aggregate iterations, duration_s = sum of iterations (shared_iterations:
+ *                         the max) and earliest start .. latest end over the
+ *                         bandwidth pairs if any (loaded_lat: the loading
+ *                         pairs), else over the latency pairs
+ *   worst pair          = latency pair with the highest p50 (its p50, p99) and
+ *                         bandwidth pair with the lowest rate (its rate and
+ *                         rate / mean per-pair rate), when >= 2 pairs measured
+ *                         it and !shared_iterations; else empty
  * A pair with status != 0 gives an error row; the aggregate row is then an
  * error row naming every failed pair.  pooled_us is sorted in place.
  * Returns 0 or -EINVAL.

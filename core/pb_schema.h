@@ -4,11 +4,12 @@
  * Every executable prints it with --print-schema; the Python driver checks
  * it.  Units are in the names: _us = microseconds, _bytes, _gbit_s = 10^9
  * bit/s, _mbyte_s = 10^6 B/s, _per_s.  A cell that does not apply is empty.
+ * Numbers are printed with 9 significant digits (pb_row_set_double).
  */
 #ifndef PB_SCHEMA_H
 #define PB_SCHEMA_H
 
-#define PB_SCHEMA_VERSION 1
+#define PB_SCHEMA_VERSION 2
 
 /* X(name, description) — order is the CSV column order. */
 #define PB_COLUMNS(X)                                                          \
@@ -19,7 +20,7 @@
 	X(msg_size_bytes, "payload bytes per message (per rank for collectives)") \
 	X(pairs, "number of pairs (or ranks for collectives) running at once") \
 	X(pair_id, "integer pair index, or 'all' for the aggregate row")       \
-	X(iterations, "timed iterations of this row (messages for bandwidth); aggregate row: sum over pairs") \
+	X(iterations, "timed iterations of this row (bandwidth: messages, both directions when bidirectional); aggregate row: sum over the pairs its bandwidth columns count (bandwidth tests, loaded_lat's loading pairs), else over the pairs its latency statistics pool; collectives and halo: the common count N") \
 	X(warmup_iterations, "untimed iterations before the timed loop")     \
 	X(window, "outstanding operations per pair (bandwidth tests); empty for latency") \
 	X(lat_kind, "half_rtt (ping-pong / 2) | full_rtt (read, atomics) | op (one call, collectives) | empty") \
@@ -37,7 +38,13 @@
 	X(link_pct, "bw_gbit_s as a percentage of the port's link rate; empty if unknown") \
 	X(start_skew_us, "latest minus earliest start of the pairs' timed windows (first post), microseconds; aggregate row only") \
 	X(fairness, "Jain fairness index over per-pair bandwidth (aggregate row only)") \
-	X(duration_s, "timed window of this row, seconds")                    \
+	X(worst_lat_pair_id, "aggregate row of a point with >= 2 latency pairs: the pair with the highest lat_us_p50 (lowest id on a tie); empty for 1 latency pair, collectives and halo") \
+	X(worst_lat_us_p50, "lat_us_p50 of pair worst_lat_pair_id, microseconds")          \
+	X(worst_lat_us_p99, "lat_us_p99 of pair worst_lat_pair_id, microseconds; empty if its n < 100") \
+	X(min_bw_pair_id, "aggregate row of a point with >= 2 bandwidth pairs: the pair with the lowest bw_gbit_s (lowest id on a tie); empty otherwise") \
+	X(min_pair_bw_gbit_s, "bw_gbit_s of pair min_bw_pair_id (over its own window), 10^9 bit/s") \
+	X(min_pair_bw_share, "min_pair_bw_gbit_s / mean of the per-pair bw_gbit_s: 1 = the slowest pair got an average pair's share") \
+	X(duration_s, "timed window of this row, seconds (first post .. last completion); aggregate row: earliest start .. latest end of the same pairs as its iterations") \
 	X(host, "host name of the measuring process")                          \
 	X(peer, "peer host (or rank) of this pair")                            \
 	X(cpu, "OS index of the PU the measuring process ran on")              \

@@ -5,6 +5,8 @@
 #include "pb_test.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 
 /* Count the fields of one CSV line (RFC 4180 quotes). */
 static int count_fields(const char *line)
@@ -43,8 +45,8 @@ static void test_header_and_row(void)
 	pb_row_init(&row);
 	pb_row_set_str(&row, PB_COL_layer, "verbs");
 	pb_row_set_str(&row, PB_COL_error, "peer said \"no\", twice");
-	pb_row_set_double(&row, PB_COL_link_pct, NAN, 2); /* unknown link: empty, not 0 */
-	pb_row_set_double(&row, PB_COL_lat_us_p50, 1.23456789, 4);
+	pb_row_set_double(&row, PB_COL_link_pct, NAN); /* unknown link: empty, not 0 */
+	pb_row_set_double(&row, PB_COL_lat_us_p50, 1.23456789);
 	CHECK_EQ_INT(pb_csv_write_row(f, &row), 0);
 	text = read_all(f);
 	CHECK(!strncmp(text, "schema_version,layer,test,", 26));
@@ -52,9 +54,9 @@ static void test_header_and_row(void)
 	second = strchr(text, '\n') + 1;
 	CHECK_EQ_INT(count_fields(second), PB_COL_COUNT);
 	CHECK(strstr(second, "\"peer said \"\"no\"\", twice\"") != NULL);
-	CHECK(!strncmp(second, "1,verbs,", 8));
+	CHECK(!strncmp(second, "2,verbs,", 8));
 	CHECK_STR(row.cell[PB_COL_link_pct], "");
-	CHECK_STR(row.cell[PB_COL_lat_us_p50], "1.2346");
+	CHECK_STR(row.cell[PB_COL_lat_us_p50], "1.23456789");
 	fclose(f);
 }
 
@@ -66,7 +68,7 @@ static void test_schema_print(void)
 
 	pb_schema_print(f);
 	text = read_all(f);
-	CHECK(!strncmp(text, "pairbench-schema 1\n", 19));
+	CHECK(!strncmp(text, "pairbench-schema 2\n", 19));
 	for (char *p = text; *p; p++)
 		lines += *p == '\n';
 	CHECK_EQ_INT(lines, PB_COL_COUNT + 1);
@@ -96,15 +98,15 @@ static void test_aggregate_window(void)
 	struct pb_row rows[3];
 
 	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, NULL, 0, rows), 0);
-	CHECK_STR(rows[0].cell[PB_COL_bw_gbit_s], "8.000000");
-	CHECK_STR(rows[1].cell[PB_COL_bw_gbit_s], "8.000000");
+	CHECK_STR(rows[0].cell[PB_COL_bw_gbit_s], "8");
+	CHECK_STR(rows[1].cell[PB_COL_bw_gbit_s], "8");
 	/* 2 MB over 2 ms = 8 Gbit/s, not the 16 a sum of rates would claim */
-	CHECK_STR(rows[2].cell[PB_COL_bw_gbit_s], "8.000000");
+	CHECK_STR(rows[2].cell[PB_COL_bw_gbit_s], "8");
 	CHECK_STR(rows[2].cell[PB_COL_pair_id], "all");
-	CHECK_STR(rows[2].cell[PB_COL_start_skew_us], "1000.000");
-	CHECK_STR(rows[2].cell[PB_COL_fairness], "1.0000");
-	CHECK_STR(rows[2].cell[PB_COL_link_pct], "8.00");
-	CHECK_STR(rows[2].cell[PB_COL_msg_rate_per_s], "1000000.0");
+	CHECK_STR(rows[2].cell[PB_COL_start_skew_us], "1000");
+	CHECK_STR(rows[2].cell[PB_COL_fairness], "1");
+	CHECK_STR(rows[2].cell[PB_COL_link_pct], "8");
+	CHECK_STR(rows[2].cell[PB_COL_msg_rate_per_s], "1000000");
 	CHECK_STR(rows[2].cell[PB_COL_iterations], "2000");
 	CHECK_STR(rows[0].cell[PB_COL_fairness], "");
 	CHECK_STR(rows[2].cell[PB_COL_lat_us_p50], ""); /* not a latency test: empty */
@@ -149,8 +151,134 @@ static void test_error_rows(void)
 	CHECK_STR(rows[2].cell[PB_COL_bw_gbit_s], "");
 }
 
+/* At least 6 significant digits at any magnitude (was: fixed decimals, 0.000082). */
+static void test_precision(void)
+{
+	static const double vals[] = { 8.2123456e-5, 7.5432109e-5, 1.23456789e-9, 0.5,
+				       123456.789, 9.87654321e11, 3.0e-300 };
+	struct pb_row row;
+
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		double back;
+
+		pb_row_set_double(&row, PB_COL_bw_gbit_s, vals[i]);
+		back = strtod(row.cell[PB_COL_bw_gbit_s], NULL);
+		CHECK(fabs(back - vals[i]) <= 5e-7 * fabs(vals[i]));
+	}
+	pb_row_set_double(&row, PB_COL_bw_gbit_s, 8.2123456e-5);
+	CHECK_STR(row.cell[PB_COL_bw_gbit_s], "8.2123456e-05");
+	pb_row_set_double(&row, PB_COL_duration_s, 0.000075);
+	CHECK_STR(row.cell[PB_COL_duration_s], "7.5e-05");
+	pb_row_set_double(&row, PB_COL_lat_us_p50, 69.7);
+	CHECK_STR(row.cell[PB_COL_lat_us_p50], "69.7");
+	pb_row_set_double(&row, PB_COL_lat_us_p50, INFINITY);
+	CHECK_STR(row.cell[PB_COL_lat_us_p50], "");
+}
+
+static struct pb_pair_result lat_pair(unsigned id, double p50, double p99, uint64_t iters)
+{
+	struct pb_pair_result r = { .pair_id = id, .cpu = -1, .numa_node = -1, .has_lat = 1,
+				    .iterations = iters, .start_ns = 1000 * id,
+				    .end_ns = 1000 * id + 5000 };
+
+	r.lat_us.p50 = p50;
+	r.lat_us.p99 = p99;
+	r.lat_us.min = r.lat_us.max = r.lat_us.mean = p50;
+	return r;
+}
+
+/* The worst pair is visible on the aggregate row; empty where it does not apply. */
+static void test_worst_pair(void)
+{
+	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 8, 4, 0, false };
+	struct pb_pair_result res[4] = { lat_pair(0, 2.0, 3.0, 100), lat_pair(1, 2.1, 3.1, 100),
+					 lat_pair(2, 4.2, 6.5, 100), lat_pair(3, 2.0, 9.0, 100) };
+	double pooled[4] = { 2.0, 2.1, 4.2, 2.0 };
+	struct pb_row rows[5];
+
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 4, pooled, 4, rows), 0);
+	CHECK_STR(rows[4].cell[PB_COL_worst_lat_pair_id], "2");
+	CHECK_STR(rows[4].cell[PB_COL_worst_lat_us_p50], "4.2");
+	CHECK_STR(rows[4].cell[PB_COL_worst_lat_us_p99], "6.5"); /* that pair's, not the max p99 */
+	CHECK_STR(rows[4].cell[PB_COL_min_bw_pair_id], "");     /* no bandwidth */
+	CHECK_STR(rows[3].cell[PB_COL_worst_lat_pair_id], "");  /* pair rows: empty */
+	/* iterations: the pooled samples (sum); window over the latency pairs */
+	CHECK_STR(rows[4].cell[PB_COL_iterations], "400");
+	CHECK_STR(rows[4].cell[PB_COL_duration_s], "8e-06");
+	/* a tie goes to the lowest pair id; n < 100 leaves p99 empty */
+	res[2].lat_us.p50 = 2.1;
+	res[1].lat_us.p99 = NAN;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 4, pooled, 4, rows), 0);
+	CHECK_STR(rows[4].cell[PB_COL_worst_lat_pair_id], "1");
+	CHECK_STR(rows[4].cell[PB_COL_worst_lat_us_p99], "");
+	/* one pair: nothing to single out */
+	pt.pairs = 1;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 1, pooled, 1, rows), 0);
+	CHECK_STR(rows[1].cell[PB_COL_worst_lat_pair_id], "");
+	CHECK_STR(rows[1].cell[PB_COL_worst_lat_us_p50], "");
+	/* collectives/halo: the aggregate is already the max over ranks: empty */
+	pt.pairs = 4;
+	pt.shared_iterations = true;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 4, pooled, 4, rows), 0);
+	CHECK_STR(rows[4].cell[PB_COL_worst_lat_pair_id], "");
+	CHECK_STR(rows[4].cell[PB_COL_iterations], "100");
+}
+
+/* Bandwidth: the slowest pair and its share of the mean pair. */
+static void test_min_pair_bw(void)
+{
+	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 4, 0, false };
+	struct pb_pair_result res[4] = {
+		bw_pair(0, 0, 1000000, 1000000),   /* 8 Gbit/s */
+		bw_pair(1, 0, 1000000, 1000000),   /* 8 */
+		bw_pair(2, 0, 2000000, 1000000),   /* 4: the slow one */
+		bw_pair(3, 0, 1000000, 1000000),   /* 8 */
+	};
+	struct pb_row rows[5];
+
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 4, NULL, 0, rows), 0);
+	CHECK_STR(rows[4].cell[PB_COL_min_bw_pair_id], "2");
+	CHECK_STR(rows[4].cell[PB_COL_min_pair_bw_gbit_s], "4");
+	CHECK_STR(rows[4].cell[PB_COL_min_pair_bw_share], "0.571428571"); /* 4 / (28 / 4) */
+	CHECK_STR(rows[4].cell[PB_COL_worst_lat_pair_id], "");
+	CHECK_STR(rows[4].cell[PB_COL_iterations], "4000");
+	CHECK_STR(rows[4].cell[PB_COL_duration_s], "0.002");
+}
+
+/*
+ * loaded_lat: pair 0 probes (latency only), pairs 1..2 load (bandwidth only).
+ * The aggregate's iterations and duration_s describe its bandwidth (the load),
+ * not probe iterations plus messages over the probe's window.
+ */
+static void test_loaded_aggregate(void)
+{
+	struct pb_point_desc pt = { "mpi", "loaded_lat", NULL, "half_rtt", 1000, 3, 0, false };
+	struct pb_pair_result res[3] = {
+		lat_pair(0, 5.0, 7.0, 1000),
+		bw_pair(1, 100, 1000100, 1000000),
+		bw_pair(2, 200, 2000200, 2000000),
+	};
+	struct pb_row rows[4];
+
+	res[0].start_ns = 0;
+	res[0].end_ns = 500000;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 3, NULL, 0, rows), 0);
+	CHECK_STR(rows[3].cell[PB_COL_iterations], "3000");      /* 1000 + 2000 messages */
+	CHECK_STR(rows[3].cell[PB_COL_duration_s], "0.0020001"); /* 100 .. 2000200 ns */
+	CHECK_STR(rows[3].cell[PB_COL_bw_gbit_s], "11.9994");    /* 3 MB * 8 / 2.0001 ms */
+	CHECK_STR(rows[3].cell[PB_COL_lat_us_p50], "5");         /* the probe's */
+	CHECK_STR(rows[3].cell[PB_COL_worst_lat_pair_id], "");   /* one latency pair */
+	CHECK_STR(rows[3].cell[PB_COL_min_bw_pair_id], "1");     /* 8 vs 8 Gbit/s: tie, lowest id */
+	CHECK_STR(rows[0].cell[PB_COL_iterations], "1000");
+	CHECK_STR(rows[0].cell[PB_COL_duration_s], "0.0005");
+}
+
 int main(void)
 {
+	test_precision();
+	test_worst_pair();
+	test_min_pair_bw();
+	test_loaded_aggregate();
 	test_header_and_row();
 	test_schema_print();
 	test_aggregate_window();

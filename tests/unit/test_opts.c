@@ -47,9 +47,16 @@ static void test_sizes(void)
 	CHECK_EQ_INT(l.v[23], 8 << 20);
 	CHECK_EQ_INT(pb_parse_size_list("1,2,4,8", true, &l, err, sizeof(err)), 0);
 	CHECK_EQ_INT(l.n, 4);
-	CHECK_EQ_INT(pb_parse_size_list("3:100,1K", true, &l, err, sizeof(err)), 0);
-	CHECK_EQ_INT(l.n, 7); /* 3 6 12 24 48 96 1024 */
-	CHECK_EQ_INT(l.v[5], 96);
+	/* A:B = the powers of two from A to B; the ends must be powers of two. */
+	CHECK_EQ_INT(pb_parse_size_list("4:64,3", true, &l, err, sizeof(err)), 0);
+	CHECK_EQ_INT(l.n, 6); /* 4 8 16 32 64 3: in the order given */
+	CHECK_EQ_INT(l.v[4], 64);
+	CHECK_EQ_INT(l.v[5], 3);
+	CHECK_EQ_INT(pb_parse_size_list("3:100", true, &l, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "powers of two") != NULL);
+	CHECK_EQ_INT(pb_parse_size_list("4:24", true, &l, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_parse_size_list("4:16,8", true, &l, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "listed twice") != NULL);
 }
 
 static void test_defaults_and_values(void)
