@@ -33,6 +33,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("link_pct", "link utilisation", "%", False),
     Metric("fairness", "fairness (Jain)", "", False),
     Metric("start_skew_us", "start skew", "µs", True),
+    # What the worst pair did (aggregate rows of multi-pair points; schema version 2).
+    Metric("worst_lat_us_p50", "worst pair latency (p50)", "µs", True),
+    Metric("worst_lat_us_p99", "worst pair latency (p99)", "µs", True),
+    Metric("min_pair_bw_gbit_s", "slowest pair bandwidth", "Gbit/s", False),
+    Metric("min_pair_bw_share", "slowest pair share", "", False),
 )}
 
 TEST_LABELS = {"write_lat": "write latency", "read_lat": "read latency",

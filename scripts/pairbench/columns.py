@@ -1,7 +1,7 @@
 """The CSV column list (mirror of core/pb_schema.h), free of heavy imports so that tiny
 programs (the fake executable, checks inside the slow VM) can use it."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 COLUMNS: tuple[str, ...] = (
     "schema_version",
@@ -29,6 +29,12 @@ COLUMNS: tuple[str, ...] = (
     "link_pct",
     "start_skew_us",
     "fairness",
+    "worst_lat_pair_id",
+    "worst_lat_us_p50",
+    "worst_lat_us_p99",
+    "min_bw_pair_id",
+    "min_pair_bw_gbit_s",
+    "min_pair_bw_share",
     "duration_s",
     "host",
     "peer",
@@ -38,6 +44,20 @@ COLUMNS: tuple[str, ...] = (
     "flags",
     "error",
 )
+
+# Version 2 added the worst-pair columns; a version-1 file lacks them (read as empty cells).
+ADDED_IN: dict[int, tuple[str, ...]] = {
+    2: ("worst_lat_pair_id", "worst_lat_us_p50", "worst_lat_us_p99", "min_bw_pair_id",
+        "min_pair_bw_gbit_s", "min_pair_bw_share"),
+}
+READABLE_VERSIONS: tuple[int, ...] = (1, 2)
+
+
+def columns_of(version: int) -> tuple[str, ...]:
+    """The column list of an older (readable) schema version."""
+    later = {c for v, cols in ADDED_IN.items() if v > version for c in cols}
+    return tuple(c for c in COLUMNS if c not in later)
+
 
 # Columns the driver adds to every row of data.csv.
 DRIVER_COLUMNS: tuple[str, ...] = ("run_id", "repetition")

@@ -27,7 +27,8 @@ from pairbench.errors import UsageError
 from pairbench.schema import load_run
 from pairbench.sizes import size_label
 
-DEFAULT_METRICS = ["lat_us_p50", "lat_us_p99", "bw_gbit_s", "msg_rate_per_s"]
+DEFAULT_METRICS = ["lat_us_p50", "lat_us_p99", "bw_gbit_s", "msg_rate_per_s",
+                   "worst_lat_us_p50", "min_pair_bw_gbit_s"]
 DEFAULT_RELATIVE = {"lat_us_p99": 0.15, "lat_us_p999": 0.25, "lat_us_max": 0.5}
 DEFAULT_REL = 0.05
 BOOTSTRAP_SAMPLES = 4000

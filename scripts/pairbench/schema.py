@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 from pairbench.columns import (
     COLUMNS,
+    READABLE_VERSIONS,
     SCHEMA_VERSION,
+    columns_of,
 )
 from pairbench.errors import UsageError
 
@@ -22,12 +24,13 @@ if TYPE_CHECKING:  # pandas is imported where it is used: the sweep must not nee
 
 INT_COLUMNS = frozenset(
     {"schema_version", "msg_size_bytes", "pairs", "iterations", "warmup_iterations", "window",
-     "cpu", "numa_node"}
+     "cpu", "numa_node", "worst_lat_pair_id", "min_bw_pair_id"}
 )
 FLOAT_COLUMNS = frozenset(
     {"lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999", "lat_us_max",
      "lat_us_mean", "lat_us_stdev", "bw_gbit_s", "bw_mbyte_s", "msg_rate_per_s", "link_pct",
-     "start_skew_us", "fairness", "duration_s"}
+     "start_skew_us", "fairness", "worst_lat_us_p50", "worst_lat_us_p99", "min_pair_bw_gbit_s",
+     "min_pair_bw_share", "duration_s"}
 )
 NUMERIC_COLUMNS = INT_COLUMNS | FLOAT_COLUMNS
 # Needed to identify a row; everything else may be empty.
@@ -103,16 +106,22 @@ def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
     """
     import pandas as pd
 
-    missing = [c for c in COLUMNS if c not in df.columns]
-    if missing:
-        raise UsageError(f"{where}: missing column(s) {', '.join(missing)}")
+    if "schema_version" not in df.columns:
+        raise UsageError(f"{where}: missing column(s) schema_version")
     if df.empty:
         raise UsageError(f"{where}: no data rows")
     versions = set(df["schema_version"].str.strip())
-    if versions != {str(SCHEMA_VERSION)}:
-        other = sorted(v for v in versions if v != str(SCHEMA_VERSION))
+    readable = {str(v) for v in READABLE_VERSIONS}
+    if not versions <= readable:
+        other = sorted(v for v in versions if v not in readable)
         raise UsageError(f"{where}: schema_version {', '.join(repr(v) for v in other)}, "
-                         f"this driver reads {SCHEMA_VERSION}")
+                         f"this driver reads {', '.join(sorted(readable))}")
+    newest = max(int(v) for v in versions)
+    missing = [c for c in columns_of(newest) if c not in df.columns]
+    if missing:
+        raise UsageError(f"{where}: missing column(s) {', '.join(missing)}")
+    # Older versions lack later columns: they read as empty cells (does not apply).
+    df = df.assign(**{c: "" for c in COLUMNS if c not in df.columns})
     out = df.copy()
     for col in KEY_COLUMNS:
         empty = out[col].str.strip() == ""

@@ -38,7 +38,7 @@ from pairbench.plan import DEFAULT_LAUNCHER_CMD, LAUNCHERS, LAYERS, Point, Sweep
 from pairbench.progress import SweepProgress
 from pairbench.run import PointResult, run_point
 from pairbench.schema import check_schema, read_binary_schema
-from pairbench.sizes import parse_int_list, parse_sizes
+from pairbench.sizes import SIZE_LIST_RULE, parse_int_list, parse_sizes
 
 
 def repo_root() -> Path:
@@ -56,7 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layer", required=True, choices=LAYERS)
     p.add_argument("--test", action="append", required=True, metavar="NAME",
                    help="test name; repeat or comma-separate for several")
-    p.add_argument("-s", "--sizes", default="1:64K", help="e.g. 8,64,1K or 1:1M (default 1:64K)")
+    p.add_argument("-s", "--sizes", default="1:64K",
+                   help=f"message sizes: {SIZE_LIST_RULE} (default 1:64K)")
     p.add_argument("--pairs", default="1", help="pair counts, e.g. 1,2,4,8 (default 1)")
     p.add_argument("--repetitions", type=int, default=1, help="runs of every point (default 1)")
     p.add_argument("--launcher", choices=LAUNCHERS, default="local")

@@ -7,6 +7,12 @@ Behaviour is chosen with environment variables (so the driver's argv stays reali
                  skip (exit 77) | badschema (schema_version 9 in --print-schema and rows) |
                  garbage (non-CSV output) | errorrow (a status=error row for the largest size)
   FAKE_PB_SCALE  multiply every latency by this and divide bandwidths (default 1.0)
+  FAKE_PB_SLOW_PAIR  this pair id (when the run has it) is FAKE_PB_SLOW_FACTOR (default 2)
+                 times slower: latency x factor, bandwidth / factor
+Rows follow the C rules (core/pb_result.c): the aggregate latency is the statistics of
+the pooled samples of all pairs (each pair's samples come from a fixed quantile shape around
+its centre), the aggregate bandwidth is all bytes over the global window, and the worst-pair
+columns name the pair with the highest p50 / lowest bandwidth.
   FAKE_PB_NOISE  relative noise amplitude (default 0.01), seeded by FAKE_PB_SEED + argv
   FAKE_PB_FAIL_TEST  fail only for this test name (with FAKE_PB_MODE=fail)
   FAKE_PB_LOG    append the argv (one JSON list a line) to this file
@@ -17,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
+import math
 import os
 import random
 import socket
@@ -27,32 +35,97 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[2] / "scripts"))
-from pairbench.columns import COLUMNS  # noqa: E402  (the driver's copy of core/pb_schema.h)
+from pairbench.columns import COLUMNS, SCHEMA_VERSION  # noqa: E402  (the driver's copy of pb_schema.h)
+from pairbench.errors import UsageError  # noqa: E402
+from pairbench.sizes import parse_sizes  # noqa: E402  (the same rule as the executables)
 
 TESTS = {"write_lat": "lat", "read_lat": "lat", "send_lat": "lat", "write_bw": "bw",
          "read_bw": "bw", "latency": "lat", "bw": "bw"}
 SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
-def parse_sizes(text: str) -> list[int]:
-    out: list[int] = []
+# Sample quantile shape around a pair's centre: (quantile, multiplier), piecewise linear.
+SHAPE = ((0.0, 0.9), (0.5, 1.0), (0.9, 1.1), (0.99, 1.3), (0.999, 1.6), (1.0, 2.0))
+PCTS = (("p50", 50000), ("p90", 90000), ("p99", 99000), ("p999", 99900))
 
-    def one(t: str) -> int:
-        t = t.strip()
-        suf = t[-1].upper() if t and t[-1].isalpha() else ""
-        return int(t[: len(t) - len(suf)]) * SUFFIX[suf]
 
-    for part in text.split(","):
-        if ":" in part:
-            lo, hi = (one(x) for x in part.split(":"))
-            p = 1
-            while p <= hi:
-                if p >= lo:
-                    out.append(p)
-                p <<= 1
+def pair_samples(centre: float, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        q = (i + 0.5) / n
+        for (q0, m0), (q1, m1) in itertools.pairwise(SHAPE):
+            if q <= q1:
+                out.append(centre * (m0 + (m1 - m0) * (q - q0) / (q1 - q0)))
+                break
+    return out
+
+
+def lat_stats(xs: list[float]) -> dict[str, str]:
+    """pb_stats_compute: nearest rank, a percentile only when n >= 1 / (1 - q)."""
+    xs = sorted(xs)
+    n = len(xs)
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else math.nan
+    out = {"lat_us_min": g9(xs[0]), "lat_us_max": g9(xs[-1]), "lat_us_mean": g9(mean),
+           "lat_us_stdev": g9(sd)}
+    for name, num in PCTS:
+        ok = n * (100000 - num) >= 100000
+        out[f"lat_us_{name}"] = g9(xs[-(-num * n // 100000) - 1]) if ok else ""
+    return out
+
+
+def g9(v: float) -> str:
+    """As core/pb_csv.c prints a double: 9 significant digits, empty when not finite."""
+    return f"{v:.9g}" if math.isfinite(v) else ""
+
+
+def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
+               centres: list[float]) -> list[dict[str, str]]:
+    """Per-pair rows and the aggregate row of one point, by the rules of core/pb_result.c."""
+    kind = TESTS[a.test]
+    n = max(2, min(a.iterations, 2000))
+    rows, pooled, gbit, dur = [], [], [], []
+    for pid, c in enumerate(centres):
+        r = dict.fromkeys(COLUMNS, "")
+        r.update(layer=layer, test=a.test, msg_size_bytes=str(size), pairs=str(a.pairs),
+                 pair_id=str(pid), iterations=str(a.iterations), warmup_iterations=str(a.warmup),
+                 status="ok", host=host, cpu=str(pid), numa_node="0")
+        if kind == "lat":
+            xs = pair_samples(c, n)
+            pooled += xs
+            r.update(lat_kind="full_rtt" if a.test.startswith("read") else "half_rtt",
+                     **lat_stats(xs))
+            dur.append(a.iterations * c * 1.02e-6)
         else:
-            out.append(one(part))
-    return sorted(set(out))
+            g = size * 8 / (c * 1000.0)  # Gbit/s
+            gbit.append(g)
+            dur.append(a.iterations * size * 8 / (g * 1e9))
+            r.update(window="64", bw_gbit_s=g9(g), bw_mbyte_s=g9(g * 125),
+                     msg_rate_per_s=g9(a.iterations / dur[-1]), link_pct=g9(g))
+        r["duration_s"] = g9(dur[-1])
+        rows.append(r)
+    agg = dict.fromkeys(COLUMNS, "")
+    agg.update(layer=layer, test=a.test, msg_size_bytes=str(size), pairs=str(a.pairs),
+               pair_id="all", iterations=str(a.iterations * a.pairs),
+               warmup_iterations=str(a.warmup), status="ok", host=host, start_skew_us="0.4",
+               duration_s=g9(max(dur)))
+    if kind == "lat":
+        agg.update(lat_kind=rows[0]["lat_kind"], **lat_stats(pooled))
+        if a.pairs > 1:
+            worst = max(range(a.pairs), key=lambda i: (float(rows[i]["lat_us_p50"]), -i))
+            agg.update(worst_lat_pair_id=str(worst), worst_lat_us_p50=rows[worst]["lat_us_p50"],
+                       worst_lat_us_p99=rows[worst]["lat_us_p99"])
+    else:
+        total = sum(gbit[i] * dur[i] for i in range(a.pairs))  # Gbit moved
+        g = total / max(dur)
+        agg.update(window="64", bw_gbit_s=g9(g), bw_mbyte_s=g9(g * 125),
+                   msg_rate_per_s=g9(a.iterations * a.pairs / max(dur)), link_pct=g9(g),
+                   fairness=g9(sum(gbit) ** 2 / (len(gbit) * sum(x * x for x in gbit))))
+        if a.pairs > 1:
+            low = min(range(a.pairs), key=lambda i: (gbit[i], i))
+            agg.update(min_bw_pair_id=str(low), min_pair_bw_gbit_s=g9(gbit[low]),
+                       min_pair_bw_share=g9(gbit[low] / (sum(gbit) / len(gbit))))
+    return [*rows, agg]
 
 
 def usage(msg: str) -> int:
@@ -68,7 +141,7 @@ def main() -> int:
         with open(os.environ["FAKE_PB_LOG"], "a") as f:
             f.write(json.dumps(sys.argv[1:]) + "\n")
     if "--print-schema" in sys.argv[1:]:
-        print(f"pairbench-schema {9 if mode == 'badschema' else 1}")
+        print(f"pairbench-schema {9 if mode == 'badschema' else SCHEMA_VERSION}")
         for c in COLUMNS:
             print(f"{c}\tfake description")
         return 0
@@ -110,7 +183,10 @@ def main() -> int:
     if mode == "fail" and os.environ.get("FAKE_PB_FAIL_TEST", a.test) == a.test:
         print(f"fake-pairbench: pair 0: connect to peer failed (test {a.test})", file=sys.stderr)
         return 1
-    sizes = parse_sizes(a.sizes)
+    try:
+        sizes = parse_sizes(a.sizes)
+    except UsageError as exc:
+        return usage(f"option --sizes: {exc}")
     if mode == "partial":
         sizes = sizes[:1]
     scale = float(os.environ.get("FAKE_PB_SCALE", "1.0"))
@@ -118,38 +194,14 @@ def main() -> int:
     seed = os.environ.get("FAKE_PB_SEED", "0") + " ".join(sys.argv[1:])
     rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
     host = socket.gethostname()
+    slow = int(os.environ.get("FAKE_PB_SLOW_PAIR", "-1"))
+    factor = float(os.environ.get("FAKE_PB_SLOW_FACTOR", "2"))
     rows = []
-    kind = TESTS[a.test]
     for size in sizes:
         base = (1.5 + size / 2000.0) * (1 + 0.05 * (a.pairs - 1)) * scale
-        per_pair_bw = []
-        for pid in [*range(a.pairs), "all"]:
-            lat = base * (1 + noise * rng.uniform(-1, 1))
-            bw = size * 8 / (lat * 1000.0)  # Gbit/s
-            r = dict.fromkeys(COLUMNS, "")
-            r.update(schema_version="1", layer=layer, test=a.test, msg_size_bytes=str(size),
-                     pairs=str(a.pairs), pair_id=str(pid), iterations=str(a.iterations),
-                     warmup_iterations=str(a.warmup), status="ok", host=host,
-                     start_skew_us="0.4" if pid == "all" else "", duration_s="0.01")
-            if kind == "lat":
-                r.update(lat_kind="full_rtt" if a.test.startswith("read") else "half_rtt",
-                         lat_us_min=f"{lat * 0.9:.4f}", lat_us_p50=f"{lat:.4f}",
-                         lat_us_p90=f"{lat * 1.1:.4f}", lat_us_p99=f"{lat * 1.3:.4f}",
-                         lat_us_p999=f"{lat * 1.6:.4f}", lat_us_max=f"{lat * 2:.4f}",
-                         lat_us_mean=f"{lat * 1.02:.4f}", lat_us_stdev=f"{lat * 0.05:.4f}")
-            if pid != "all":
-                r.update(cpu=str(pid), numa_node="0")
-                per_pair_bw.append(bw)
-            if kind == "bw":
-                if pid == "all":
-                    bw = sum(per_pair_bw)
-                    s = sum(per_pair_bw)
-                    jain = s * s / (len(per_pair_bw) * sum(x * x for x in per_pair_bw))
-                    r["fairness"] = f"{jain:.4f}"
-                r.update(window="64", bw_gbit_s=f"{bw:.4f}", bw_mbyte_s=f"{bw * 125:.3f}",
-                         msg_rate_per_s=f"{bw * 1e9 / 8 / max(size, 1):.1f}",
-                         link_pct=f"{bw:.3f}")
-            rows.append(r)
+        centres = [base * (1 + noise * rng.uniform(-1, 1)) * (factor if pid == slow else 1.0)
+                   for pid in range(a.pairs)]
+        rows += point_rows(a, layer, host, size, centres)
     if mode == "errorrow":
         for r in rows:
             if r["msg_size_bytes"] == str(sizes[-1]):
@@ -164,7 +216,7 @@ def main() -> int:
     if mode == "garbage":
         text = "this is not,a\ncsv \"file\n"
     else:
-        ver = "9" if mode == "badschema" else "1"
+        ver = "9" if mode == "badschema" else str(SCHEMA_VERSION)
         lines = [",".join(COLUMNS)]
         for r in rows:
             r["schema_version"] = ver

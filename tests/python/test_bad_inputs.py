@@ -29,7 +29,7 @@ def _set(col: str, value: str):
 
 @pytest.mark.parametrize("cmd", ["compare", "accept", "plot", "report"])
 @pytest.mark.parametrize("case,edit,needle", [
-    ("schema", lambda df: df.assign(schema_version="2"), "schema_version '2'"),
+    ("schema", lambda df: df.assign(schema_version="9"), "schema_version '9'"),
     ("missing", lambda df: df.drop(columns=["lat_us_p50", "status"]),
      "missing column(s) lat_us_p50, status"),
     ("nonnum", _set("lat_us_p99", "fast"), "non-numeric cell 'fast' in column lat_us_p99"),

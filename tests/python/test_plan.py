@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 
 import pytest
 
+from conftest import REPO, cli
 from pairbench.errors import UsageError
 from pairbench.plan import SweepConfig, plan_sweep
-from pairbench.sizes import parse_int_list, parse_sizes, size_label
+from pairbench.sizes import SIZE_LIST_RULE, parse_int_list, parse_sizes, size_label
 
 
 def cfg(**kw: object) -> SweepConfig:
@@ -19,18 +21,48 @@ def cfg(**kw: object) -> SweepConfig:
     return SweepConfig(**base)  # type: ignore[arg-type]
 
 
+def _parity_cases() -> dict[str, list[int] | None]:
+    """The cases of tests/unit/size_list_parity.py (which also runs them on the C parser)."""
+    spec = importlib.util.spec_from_file_location(
+        "size_list_parity", REPO / "tests" / "unit" / "size_list_parity.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.CASES
+
+
 def test_sizes_parse_lists_ranges_and_suffixes() -> None:
     assert parse_sizes("8,64,1K") == [8, 64, 1024]
     assert parse_sizes("1:16") == [1, 2, 4, 8, 16]
-    assert parse_sizes("3:20") == [4, 8, 16]
-    assert parse_sizes("1M,4k") == [4096, 1 << 20]
+    assert parse_sizes("1M,4k") == [1 << 20, 4096]  # the order given, as the executables run it
     assert parse_int_list("4,1,2,2", "pairs") == [1, 2, 4]
     assert size_label(65536) == "64 KiB" and size_label(100) == "100 B"
-    for bad in ("", "x", "8,,a", "16:8", "1T"):
+    for bad in ("", "x", "8,,a", "16:8", "1T", "3:20", "8,8", "4:16,8"):
         with pytest.raises(UsageError):
             parse_sizes(bad)
+    with pytest.raises(UsageError, match="powers of two"):
+        parse_sizes("3:20")
+    with pytest.raises(UsageError, match="listed twice"):
+        parse_sizes("4:16,8")
     with pytest.raises(UsageError):
         parse_int_list("0,1", "pairs")
+
+
+def test_sizes_follow_the_parity_table() -> None:
+    cases = _parity_cases()
+    assert len(cases) > 40
+    for text, want in cases.items():
+        if want is None:
+            with pytest.raises(UsageError):
+                parse_sizes(text)
+        else:
+            assert parse_sizes(text) == want, text
+
+
+def test_driver_help_states_the_size_rule() -> None:
+    proc = cli("sweep", "--help")
+    assert proc.returncode == 0
+    assert SIZE_LIST_RULE in " ".join(proc.stdout.split())
 
 
 def test_plan_points_one_invocation_per_test_pairs_repetition() -> None:
