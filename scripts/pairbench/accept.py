@@ -5,6 +5,11 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
   [[max_latency]]      a latency metric (lat_us_p50, lat_us_p99, ...) <= max_us at given sizes
   [[max_pair_scaling]] N-pair / 1-pair latency <= max_ratio (flat scaling), every N > 1
   [[min_fairness]]     Jain fairness index >= min_fairness
+  [[max_worst_pair]]   worst pair's latency / pooled latency of the same point <= max_ratio:
+                       worst_lat_us_p50 / lat_us_p50 (metric = "lat_us_p50", default) or
+                       worst_lat_us_p99 / lat_us_p99; every point with >= 2 pairs
+  [[min_pair_share]]   slowest pair's bandwidth / mean pair bandwidth (min_pair_bw_share)
+                       >= min_share; every point with >= 2 pairs
   [sanity]             max_link_pct (default 100): any row above it fails (bandwidth above
                        the link rate is a measurement error), as does the above_link_rate flag
 Values are medians over repetitions of the aggregate (pair_id=all) row. A criterion that
@@ -43,7 +48,16 @@ SECTIONS: dict[str, dict[str, tuple[str, bool]]] = {
     "min_fairness": {"test": ("str", True), "min_fairness": ("num", True),
                      "min_size_bytes": ("size", False), "pairs": ("ints", False),
                      "variant": ("str", False)},
+    "max_worst_pair": {"test": ("str", True), "max_ratio": ("num", True),
+                       "metric": ("worst_metric", False), "min_size_bytes": ("size", False),
+                       "max_size_bytes": ("size", False), "pairs": ("ints", False),
+                       "variant": ("str", False)},
+    "min_pair_share": {"test": ("str", True), "min_share": ("num", True),
+                       "min_size_bytes": ("size", False), "pairs": ("ints", False),
+                       "variant": ("str", False)},
 }
+# max_worst_pair: the pooled metric -> the worst pair's column of the same row.
+WORST_OF = {"lat_us_p50": "worst_lat_us_p50", "lat_us_p99": "worst_lat_us_p99"}
 SPEC_KEYS = {"name": "str", "layer": "str"}
 SANITY_KEYS = {"max_link_pct": "num"}
 
@@ -73,6 +87,10 @@ def _typed(value: Any, kind: str, where: str) -> Any:
         if value not in METRICS or not str(value).startswith("lat_us_"):
             raise UsageError(f"{where}: expected a latency metric (lat_us_p50, lat_us_p99, ...), "
                              f"got {value!r}")
+        return value
+    if kind == "worst_metric":
+        if value not in WORST_OF:
+            raise UsageError(f"{where}: expected one of {', '.join(WORST_OF)}, got {value!r}")
         return value
     raise AssertionError(kind)
 
@@ -178,6 +196,14 @@ def evaluate(df: pd.DataFrame, spec: dict) -> list[dict]:
         _check("min_fairness", c, rows, d, "fairness", c["min_fairness"], ok_if_le=False)
     for c in spec.get("max_pair_scaling", []):
         _scaling(agg, c, rows)
+    for c in spec.get("max_worst_pair", []):
+        _worst_pair(agg, c, rows)
+    for c in spec.get("min_pair_share", []):
+        d = _sized(_rows_for(agg, c), c)
+        n0 = len(rows)
+        _check("min_pair_share", c, rows, d[d["pairs"] > 1], "min_pair_bw_share",
+               c["min_share"], ok_if_le=False)
+        _name_pair(rows[n0:], d, "min_bw_pair_id", "slowest pair")
     _sanity(df, spec, rows)
     return rows
 
@@ -201,6 +227,36 @@ def _scaling(agg: pd.DataFrame, c: dict, rows: list[dict]) -> None:
                     ignore_index=True)
     _check(f"max_pair_scaling {c['metric']}", c, rows, sub, "ratio", c["max_ratio"],
            ok_if_le=True)
+
+
+def _sized(d: pd.DataFrame, c: dict) -> pd.DataFrame:
+    if "min_size_bytes" in c:
+        d = d[d["msg_size_bytes"] >= c["min_size_bytes"]]
+    if "max_size_bytes" in c:
+        d = d[d["msg_size_bytes"] <= c["max_size_bytes"]]
+    return d
+
+
+def _worst_pair(agg: pd.DataFrame, c: dict, rows: list[dict]) -> None:
+    """worst pair's latency / pooled latency, per row, then the median over repetitions."""
+    metric = c["metric"]
+    d = _sized(_rows_for(agg, c), c)
+    d = d[d["pairs"] > 1].copy()
+    ratio = f"{WORST_OF[metric]} / {metric}"
+    d[ratio] = d[WORST_OF[metric]] / d[metric].where(d[metric] > 0)
+    n0 = len(rows)
+    _check(f"max_worst_pair {metric}", c, rows, d, ratio, c["max_ratio"], ok_if_le=True)
+    _name_pair(rows[n0:], d, "worst_lat_pair_id", "worst pair")
+
+
+def _name_pair(rows: list[dict], d: pd.DataFrame, id_col: str, what: str) -> None:
+    """Add which pair it was (the most frequent over repetitions) to failed check rows."""
+    ids = d.dropna(subset=[id_col]).groupby(["msg_size_bytes", "pairs"])[id_col]
+    most = {(size_label(int(k[0])), int(k[1])): int(v.mode().iloc[0]) for k, v in ids}
+    for r in rows:
+        key = (r["size"], r["pairs"])
+        if r["verdict"] == "fail" and key in most:
+            r["detail"] += f" ({what}: pair {most[key]})"
 
 
 def _sanity(df: pd.DataFrame, spec: dict, rows: list[dict]) -> None:

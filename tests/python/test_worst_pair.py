@@ -1,0 +1,127 @@
+"""The worst pair is visible: one pair of four made 2x slower is caught by accept (the example
+spec) and by compare, though the pooled aggregate barely moves; version-1 runs still read."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cli, sweep
+from pairbench.accept import evaluate, load_spec
+from pairbench.columns import ADDED_IN, COLUMNS, columns_of
+from pairbench.schema import load_run
+
+EXAMPLE_SPEC = REPO / "examples" / "accept-spec.toml"
+V1_RUNS = [REPO / "results" / "20261123-033558-vm-95e45f",
+           REPO / "results" / "20261123-033727-vm-fdc886"]
+TESTS = "write_lat,read_lat,write_bw"
+
+
+def _run(tmp: Path, seed: str, slow: bool) -> Path:
+    env = {"FAKE_PB_SEED": seed}
+    if slow:
+        env["FAKE_PB_SLOW_PAIR"] = "2"  # pair 2 of 0..3, 2x slower (FAKE_PB_SLOW_FACTOR)
+    proc, run = sweep(tmp, env=env, tests=TESTS, sizes="8,64,4K", pairs="1,4", reps="5")
+    assert proc.returncode == 0, proc.stderr
+    assert run is not None
+    return run
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _run(tmp_path_factory.mktemp("clean4"), "11", slow=False)
+
+
+@pytest.fixture(scope="module")
+def slow_pair_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _run(tmp_path_factory.mktemp("slowpair"), "12", slow=True)
+
+
+def _agg(run: Path, test: str, pairs: int):
+    df = load_run(run)
+    return df[(df["pair_id"] == "all") & (df["test"] == test) & (df["pairs"] == pairs)]
+
+
+def test_pooled_aggregate_hides_the_slow_pair_but_the_worst_pair_columns_do_not(
+        clean_run: Path, slow_pair_run: Path) -> None:
+    a, b = _agg(clean_run, "write_lat", 4), _agg(slow_pair_run, "write_lat", 4)
+    pooled = b["lat_us_p50"].median() / a["lat_us_p50"].median()
+    worst = b["worst_lat_us_p50"].median() / a["worst_lat_us_p50"].median()
+    assert pooled < 1.1, pooled           # the pooled p50 moves a few per cent
+    assert 1.8 < worst < 2.2, worst       # the worst pair's p50 doubles
+    assert set(b["worst_lat_pair_id"]) == {2.0}
+    bw = _agg(slow_pair_run, "write_bw", 4)
+    assert set(bw["min_bw_pair_id"]) == {2.0}
+    assert (bw["min_pair_bw_share"] < 0.6).all()
+    one = _agg(slow_pair_run, "write_lat", 1)  # one pair: nothing to single out
+    assert one["worst_lat_pair_id"].isna().all() and one["worst_lat_us_p50"].isna().all()
+
+
+def _worst_rows(run: Path) -> list[dict]:
+    rows = evaluate(load_run(run), load_spec(EXAMPLE_SPEC))
+    return [r for r in rows if r["criterion"].startswith(("max_worst_pair", "min_pair_share"))]
+
+
+def test_accept_example_spec_catches_the_slow_pair(clean_run: Path, slow_pair_run: Path,
+                                                  tmp_path: Path) -> None:
+    good = _worst_rows(clean_run)
+    assert good and all(r["verdict"] == "pass" for r in good), good
+    bad = [r for r in _worst_rows(slow_pair_run) if r["verdict"] == "fail"]
+    assert {(r["criterion"], r["test"], r["pairs"]) for r in bad} >= {
+        ("max_worst_pair lat_us_p50", "write_lat", 4), ("max_worst_pair lat_us_p50", "read_lat", 4),
+        ("min_pair_share", "write_bw", 4)}
+    assert all("pair 2" in r["detail"] for r in bad)
+    # Through the CLI, with the example spec's worst-pair criteria alone: 0 vs 1.
+    raw = tomllib.loads(EXAMPLE_SPEC.read_text())
+    lines = ['[spec]\nname = "worst pair only"\nlayer = "verbs"\n']
+    for sec in ("max_worst_pair", "min_pair_share"):
+        for crit in raw[sec]:
+            lines.append(f"[[{sec}]]\n" + "".join(
+                f"{k} = {v!r}\n".replace("'", '"') for k, v in crit.items()))
+    spec = tmp_path / "worst.toml"
+    spec.write_text("\n".join(lines))
+    ok = cli("accept", str(clean_run), "--spec", str(spec))
+    assert ok.returncode == 0, ok.stdout
+    fail = cli("accept", str(slow_pair_run), "--spec", str(spec))
+    assert fail.returncode == 1, fail.stdout
+    assert "max_worst_pair lat_us_p50" in fail.stdout and "(worst pair: pair 2)" in fail.stdout
+    # And the full example spec fails the slow run on those criteria too.
+    full = cli("accept", str(slow_pair_run), "--spec", str(EXAMPLE_SPEC))
+    assert full.returncode == 1
+    assert any("max_worst_pair" in ln and "FAIL" in ln and "4" in ln
+               for ln in full.stdout.splitlines())
+
+
+def test_compare_flags_the_slow_pair(clean_run: Path, slow_pair_run: Path) -> None:
+    proc = cli("compare", str(clean_run), str(slow_pair_run))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    flagged = [ln.split() for ln in proc.stdout.splitlines()
+               if "worst_lat_us_p50" in ln and "regression" in ln]
+    assert any(f[0] == "write_lat" and "4" in f for f in flagged), proc.stdout
+    assert any(f[0] == "read_lat" and "4" in f for f in flagged), proc.stdout
+    # The same runs without the slow pair compare clean on the worst-pair metrics.
+    same = cli("compare", str(clean_run), str(clean_run), "--metrics",
+               "worst_lat_us_p50,min_pair_bw_gbit_s")
+    assert same.returncode == 0, same.stdout
+
+
+@pytest.mark.parametrize("run", V1_RUNS, ids=lambda p: p.name)
+def test_version_1_runs_still_read(run: Path, tmp_path: Path) -> None:
+    header = (run / "data.csv").read_text().splitlines()[0].split(",")
+    assert header[: len(columns_of(1))] == list(columns_of(1))  # a real v1 file
+    df = load_run(run)
+    assert set(df["schema_version"]) == {1.0}
+    for col in ADDED_IN[2]:
+        assert df[col].isna().all()
+    assert [c for c in COLUMNS if c not in df.columns] == []
+    # Every command reads it; a worst-pair criterion says the data is not there.
+    assert cli("compare", str(run), str(run)).returncode == 0
+    assert cli("report", str(run), "--out", str(tmp_path / "r.html")).returncode == 0
+    spec = tmp_path / "s.toml"
+    test = str(df["test"].iloc[0])
+    spec.write_text(f'[[max_worst_pair]]\ntest = "{test}"\nmax_ratio = 1.5\n')
+    proc = cli("accept", str(run), "--spec", str(spec))
+    assert proc.returncode == 1
+    assert "worst_lat_us_p50 / lat_us_p50 not measured (empty)" in proc.stdout
