@@ -22,6 +22,9 @@ import tempfile
 import time
 
 SKIP = 77
+SCHEMA_VERSION = 2
+WORST_LAT = ("worst_lat_pair_id", "worst_lat_us_p50", "worst_lat_us_p99")
+MIN_BW = ("min_bw_pair_id", "min_pair_bw_gbit_s", "min_pair_bw_share")
 PAIR_TESTS = {"latency", "bw", "bibw", "msgrate", "loaded_lat"}
 BW_TESTS = {"bw", "bibw", "msgrate"}
 
@@ -82,7 +85,7 @@ def schema(a) -> list:
     p = subprocess.run([a.bin, "--print-schema"], capture_output=True, text=True, timeout=60,
                        env=env_for_mpi())
     lines = p.stdout.strip().splitlines()
-    if p.returncode != 0 or not lines or lines[0] != "pairbench-schema 1":
+    if p.returncode != 0 or not lines or lines[0] != f"pairbench-schema {SCHEMA_VERSION}":
         raise Fail(f"--print-schema failed (rc {p.returncode}): {p.stdout[:200]} {p.stderr[:200]}")
     return [ln.split("\t")[0] for ln in lines[1:]]
 
@@ -103,7 +106,7 @@ def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> l
         raise Fail(f"expected {sizes} x ({pairs} + 1) rows, got {len(rows)}")
     for r in rows:
         where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
-        if r["schema_version"] != "1" or r["layer"] != "mpi" or r["test"] != test:
+        if r["schema_version"] != str(SCHEMA_VERSION) or r["layer"] != "mpi" or r["test"] != test:
             raise Fail(f"{where}: bad identity columns")
         if r["status"] != "ok":
             raise Fail(f"{where}: status {r['status']}: {r['error']}")
@@ -130,18 +133,88 @@ def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> l
             raise Fail(f"{where}: no host")
         if r["pair_id"] != "all" and test in PAIR_TESTS and not r["peer"]:
             raise Fail(f"{where}: no peer")
-    # Aggregate iterations: summed over pairs for pair tests; for collectives and
-    # halo every rank takes part in the same N iterations, so N itself.
     for agg in (r for r in rows if r["pair_id"] == "all"):
-        per = [int(r["iterations"]) for r in rows
-               if r["pair_id"] != "all" and r["msg_size_bytes"] == agg["msg_size_bytes"]]
-        want = sum(per) if test in PAIR_TESTS else max(per)
-        if test not in PAIR_TESTS and getattr(a, "iterations", None) and want != a.iterations:
-            raise Fail(f"{agg['msg_size_bytes']} B: ranks ran {want} iterations, -n was {a.iterations}")
-        if int(agg["iterations"]) != want:
-            raise Fail(f"{agg['msg_size_bytes']} B aggregate: iterations={agg['iterations']}, "
-                       f"expected {want} ({'sum over pairs' if test in PAIR_TESTS else 'N'})")
+        per = [r for r in rows if r["pair_id"] != "all"
+               and r["msg_size_bytes"] == agg["msg_size_bytes"]]
+        check_aggregate_count(a, agg, per, test)
+        check_worst_pair(agg, per, test)
+    for r in rows:
+        check_messages(a, r, test)
     return rows
+
+
+def check_aggregate_count(a, agg: dict, per: list, test: str) -> None:
+    """The aggregate's iterations and duration_s describe the columns next to them
+    (pb_schema.h): summed over the pairs its bandwidth counts (loaded_lat: the loading
+    pairs, not the probe), else over the pairs its latency pools; collectives and halo:
+    every rank takes part in the same N iterations, so N itself."""
+    where = f"{agg['msg_size_bytes']} B aggregate"
+    if test not in PAIR_TESTS:
+        want = max(int(r["iterations"]) for r in per)
+        if getattr(a, "iterations", None) and want != a.iterations:
+            raise Fail(f"{where}: ranks ran {want} iterations, -n was {a.iterations}")
+        rule = "N"
+    else:
+        bw = [r for r in per if r["bw_gbit_s"]]
+        counted = bw or [r for r in per if r["lat_us_p50"]]
+        want = sum(int(r["iterations"]) for r in counted)
+        rule = "sum over the bandwidth pairs" if bw else "sum over the latency pairs"
+        if counted and agg["duration_s"]:
+            longest = max(num(r, "duration_s") for r in counted)
+            if num(agg, "duration_s") < longest * (1 - 1e-6):
+                raise Fail(f"{where}: duration_s {agg['duration_s']} shorter than a counted "
+                           f"pair's {longest}")
+    if int(agg["iterations"]) != want:
+        raise Fail(f"{where}: iterations={agg['iterations']}, expected {want} ({rule})")
+
+
+def check_messages(a, r: dict, test: str) -> None:
+    """A bandwidth row's iterations are its messages: msg_rate_per_s x duration_s (both
+    directions for bibw, like verbs --bidir; -n N = N per direction)."""
+    if not r["bw_gbit_s"] or not r["duration_s"]:
+        return
+    where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
+    msgs = num(r, "msg_rate_per_s") * num(r, "duration_s")
+    if abs(msgs - int(r["iterations"])) > 1e-5 * msgs + 0.5:
+        raise Fail(f"{where}: iterations {r['iterations']} but msg_rate_per_s x duration_s = "
+                   f"{msgs:.1f}")
+    if test == "bibw" and r["pair_id"] != "all" and getattr(a, "iterations", None) \
+            and "--duration" not in getattr(a, "extra", []) and int(r["iterations"]) != 2 * a.iterations:
+        raise Fail(f"{where}: bibw iterations {r['iterations']}, expected 2 x -n = "
+                   f"{2 * a.iterations}")
+
+
+def check_worst_pair(agg: dict, per: list, test: str) -> None:
+    """The worst pair on the aggregate row: the pair rows' own numbers, or empty."""
+    where = f"{agg['msg_size_bytes']} B aggregate"
+    lat = [r for r in per if r["lat_us_p50"]]
+    bw = [r for r in per if r["bw_gbit_s"]]
+    if test in PAIR_TESTS and len(lat) >= 2:
+        wid = int(agg["worst_lat_pair_id"])
+        worst = next((r for r in lat if int(r["pair_id"]) == wid), None)
+        if worst is None:
+            raise Fail(f"{where}: worst_lat_pair_id {wid} is not a latency pair")
+        if (agg["worst_lat_us_p50"], agg["worst_lat_us_p99"]) != (worst["lat_us_p50"],
+                                                                   worst["lat_us_p99"]):
+            raise Fail(f"{where}: worst_lat_us_p50/p99 are not pair {wid}'s")
+        if num(worst, "lat_us_p50") < max(num(r, "lat_us_p50") for r in lat):
+            raise Fail(f"{where}: pair {wid} is not the pair with the highest p50")
+        if num(agg, "worst_lat_us_p50") < num(agg, "lat_us_min"):
+            raise Fail(f"{where}: worst pair p50 below the aggregate minimum")
+    elif any(agg[c] for c in WORST_LAT):
+        raise Fail(f"{where}: worst-latency columns filled without >= 2 latency pairs")
+    if test in PAIR_TESTS and len(bw) >= 2:
+        mid = int(agg["min_bw_pair_id"])
+        low = next((r for r in bw if int(r["pair_id"]) == mid), None)
+        rates = [num(r, "bw_gbit_s") for r in bw]
+        if low is None or agg["min_pair_bw_gbit_s"] != low["bw_gbit_s"] \
+                or num(low, "bw_gbit_s") != min(rates):
+            raise Fail(f"{where}: min_bw_pair_id/min_pair_bw_gbit_s are not the slowest pair's")
+        share = min(rates) / (sum(rates) / len(rates))
+        if abs(num(agg, "min_pair_bw_share") - share) > 1e-6 or not 0 < share <= 1:
+            raise Fail(f"{where}: min_pair_bw_share {agg['min_pair_bw_share']}, expected {share}")
+    elif any(agg[c] for c in MIN_BW):
+        raise Fail(f"{where}: slowest-pair columns filled without >= 2 bandwidth pairs")
 
 
 def check_pairing(env: dict, test: str, pairs: int, cross: bool) -> None:

@@ -125,3 +125,43 @@ def test_version_1_runs_still_read(run: Path, tmp_path: Path) -> None:
     proc = cli("accept", str(run), "--spec", str(spec))
     assert proc.returncode == 1
     assert "worst_lat_us_p50 / lat_us_p50 not measured (empty)" in proc.stdout
+
+
+CHECK_ROWS = REPO / "tests" / "verbs" / "check_rows.py"
+
+
+@pytest.mark.parametrize("test", ["write_lat", "write_bw"])
+def test_row_checker_rules_hold_on_fake_rows_and_catch_a_broken_aggregate(
+        test: str, tmp_path: Path) -> None:
+    """tests/verbs/check_rows.py (run on real rows in the rig) checks the aggregate
+    iterations rule and the worst-pair columns; the fake follows the C rules, so it passes,
+    and a broken aggregate fails."""
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    from conftest import FAKE
+
+    out = tmp_path / "rows.csv"
+    env = {**os.environ, "FAKE_PB_SLOW_PAIR": "3"}
+    subprocess.run([sys.executable, str(FAKE), "--test", test, "--sizes", "8,4K", "--pairs", "4",
+                    "-o", str(out)], env=env, check=True, timeout=60, capture_output=True)
+
+    def check() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(CHECK_ROWS), "--binary", str(FAKE), "--csv",
+                               str(out), "--test", test, "--pairs", "4", "--sizes", "8,4096"],
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    assert check().returncode == 0, check().stderr
+    rows = list(csv.DictReader(out.open()))
+    for col, bad in (("iterations", "3999"), ("worst_lat_pair_id" if test == "write_lat"
+                                               else "min_bw_pair_id", "0")):
+        broken = [dict(r) for r in rows]
+        broken[4][col] = bad  # the aggregate row of the first size
+        with out.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(broken)
+        proc = check()
+        assert proc.returncode == 1 and "FAIL" in proc.stderr, (col, proc.stderr)
