@@ -90,6 +90,39 @@ def data_html(df: pd.DataFrame) -> str:
     return out
 
 
+# Marked in the worst-pair table; the thresholds of examples/accept-spec.toml.
+WORST_RATIO_MARK, SHARE_MARK = 1.5, 0.8
+
+
+def worst_pair_html(df: pd.DataFrame) -> str:
+    """Multi-pair points: what the worst pair did next to the pooled aggregate (medians over
+    repetitions; the pair named is the one most often worst)."""
+    agg = df[(df["pair_id"] == "all") & (df["status"] == "ok") & (df["pairs"] > 1)]
+    agg = agg[agg["worst_lat_us_p50"].notna() | agg["min_pair_bw_share"].notna()]
+    if agg.empty:
+        return "<p>No multi-pair point carries worst-pair columns (schema version 1 data, " \
+               "one pair, or collectives only).</p>"
+    rows, classes = [], []
+    for key, g in agg.groupby(["layer", "test", "variant", "msg_size_bytes", "pairs"],
+                              dropna=False, sort=True):
+        def most(col: str, g: pd.DataFrame = g) -> str:
+            ids = g[col].dropna()
+            return str(int(ids.mode().iloc[0])) if len(ids) else ""
+        pooled, worst = g["lat_us_p50"].median(), g["worst_lat_us_p50"].median()
+        ratio = worst / pooled if pooled and pooled > 0 else math.nan
+        share = g["min_pair_bw_share"].median()
+        rows.append([key[1], key[2] if isinstance(key[2], str) else "",
+                     size_label(int(key[3])), int(key[4]), _num(pooled), most("worst_lat_pair_id"),
+                     _num(worst), _num(ratio), most("min_bw_pair_id"),
+                     _num(g["min_pair_bw_gbit_s"].median()), _num(share)])
+        classes.append("bad" if ratio > WORST_RATIO_MARK or share < SHARE_MARK else "")
+    head = ["test", "variant", "size", "pairs", "pooled p50 µs", "worst pair", "its p50 µs",
+            "worst / pooled", "slowest pair", "its Gbit/s", "share of mean pair"]
+    return (f"<p>Marked: worst pair's p50 above {WORST_RATIO_MARK}× the pooled p50, or the "
+            f"slowest pair below {SHARE_MARK:.0%} of the mean pair bandwidth.</p>"
+            + _table(head, rows, classes))
+
+
 def plots_html(runs: list[tuple[str, pd.DataFrame, dict]]) -> str:
     with tempfile.TemporaryDirectory(prefix="pairbench-report-") as tmp:
         try:
@@ -137,7 +170,8 @@ def build_report(run: Path, base: Path | None) -> str:
             f"pairbench {_e(__version__)} from <code>{_e(run)}</code>.</p>"]
     if meta.get("source"):
         body.append(f"<p class=\"bad\">Source: {_e(meta['source'])}</p>")
-    body += ["<h2>Results (median over repetitions, aggregate rows)</h2>", data_html(df)]
+    body += ["<h2>Results (median over repetitions, aggregate rows)</h2>", data_html(df),
+             "<h2>Worst pair</h2>", worst_pair_html(df)]
     if base_df is not None:
         body += ["<h2>Comparison with base</h2>", compare_html(base_df, df, str(base))]
     body += ["<h2>Plots</h2>", plots_html(runs),

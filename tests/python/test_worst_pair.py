@@ -165,3 +165,13 @@ def test_row_checker_rules_hold_on_fake_rows_and_catch_a_broken_aggregate(
             w.writerows(broken)
         proc = check()
         assert proc.returncode == 1 and "FAIL" in proc.stderr, (col, proc.stderr)
+
+
+def test_report_shows_the_worst_pair(slow_pair_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    assert cli("report", str(slow_pair_run), "--out", str(out)).returncode == 0
+    text = out.read_text()
+    part = text[text.index("<h2>Worst pair</h2>"):text.index("<h2>Plots</h2>")]
+    bad = [ln for ln in part.splitlines() if ln.startswith('<tr class="bad">')]
+    assert any("<td>write_lat</td>" in ln and "<td>2</td>" in ln for ln in bad), part
+    assert any("<td>write_bw</td>" in ln for ln in bad), part
