@@ -42,7 +42,7 @@ struct pb_common_params {
 	{ "sizes", 's', PB_OPT_SIZE_LIST, offsetof(type, m.sizes), default_sizes, 1,             \
 	  1073741824.0, NULL, "LIST", "message sizes: " PB_SIZE_LIST_RULE },                      \
 	{ "iterations", 'n', PB_OPT_U64, offsetof(type, m.iterations), default_iters, 1, 1e9, NULL, \
-	  "N", "timed iterations per size (bandwidth: messages per pair)" },                       \
+	  "N", "timed iterations per size (bandwidth: messages per pair and direction)" },       \
 	{ "warmup", 'w', PB_OPT_U64, offsetof(type, m.warmup), "100", 0, 1e9, NULL, "N",           \
 	  "untimed warm-up iterations per size" },                                                 \
 	{ "duration", 'D', PB_OPT_DOUBLE, offsetof(type, m.duration_s), "0", 0, 86400, NULL, "SEC", \
