@@ -175,3 +175,24 @@ def test_report_shows_the_worst_pair(slow_pair_run: Path, tmp_path: Path) -> Non
     bad = [ln for ln in part.splitlines() if ln.startswith('<tr class="bad">')]
     assert any("<td>write_lat</td>" in ln and "<td>2</td>" in ln for ln in bad), part
     assert any("<td>write_bw</td>" in ln for ln in bad), part
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("[[max_worst_pair]]\ntest='write_lat'\nmax_ratio=1.5\nmetric='lat_us_p90'\n",
+     "expected one of lat_us_p50, lat_us_p99"),
+    ("[[max_worst_pair]]\ntest='write_lat'\n", "missing key 'max_ratio'"),
+    ("[[max_worst_pair]]\ntest='write_lat'\nmax_ratio='x'\n", "expected a number"),
+    ("[[min_pair_share]]\ntest='write_bw'\nmin_share=0.8\nratio=1\n", "unknown key 'ratio'"),
+    ("[[min_pair_share]]\ntest='write_bw'\n", "missing key 'min_share'"),
+])
+def test_worst_pair_criteria_keys_are_validated(text: str, needle: str, tmp_path: Path) -> None:
+    from pairbench.errors import UsageError
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(text)
+    with pytest.raises(UsageError, match=needle):
+        load_spec(spec)
+    spec = load_spec(EXAMPLE_SPEC)
+    assert [c["metric"] for c in spec["max_worst_pair"]] == ["lat_us_p50", "lat_us_p99",
+                                                             "lat_us_p50"]
+    assert spec["min_pair_share"][0]["min_size_bytes"] == 4096
