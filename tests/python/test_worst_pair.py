@@ -196,3 +196,22 @@ def test_worst_pair_criteria_keys_are_validated(text: str, needle: str, tmp_path
     assert [c["metric"] for c in spec["max_worst_pair"]] == ["lat_us_p50", "lat_us_p99",
                                                              "lat_us_p50"]
     assert spec["min_pair_share"][0]["min_size_bytes"] == 4096
+
+
+def test_driver_reads_nine_digit_numbers_in_exponent_notation(clean_run: Path,
+                                                             tmp_path: Path) -> None:
+    """core/pb_csv.c prints %.9g: 8.2123456e-05, not 0.000082."""
+    import csv
+
+    rows = list(csv.DictReader((clean_run / "data.csv").open()))
+    rows[0]["bw_gbit_s"], rows[0]["duration_s"] = "8.2123456e-05", "7.5e-05"
+    rows[0]["msg_rate_per_s"] = "1.23456789e+09"
+    out = tmp_path / "data.csv"
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    df = load_run(out)
+    assert df["bw_gbit_s"].iloc[0] == pytest.approx(8.2123456e-05, rel=1e-12)
+    assert df["duration_s"].iloc[0] == pytest.approx(7.5e-05, rel=1e-12)
+    assert df["msg_rate_per_s"].iloc[0] == pytest.approx(1.23456789e09, rel=1e-12)
