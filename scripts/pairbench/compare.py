@@ -333,9 +333,8 @@ def exit_code(res: pd.DataFrame, strict: bool) -> int:
     return 1 if res["verdict"].isin(bad).any() else 0
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("base", metavar="BASE", help="baseline run directory or data CSV")
-    p.add_argument("new", metavar="NEW", help="new run directory or data CSV")
+def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
+    """--metrics, --thresholds, --rel, --abs, --confidence (compare and noise)."""
     p.add_argument("--metrics", default=None,
                    help=f"comma-separated (default {','.join(DEFAULT_METRICS)}, those present)")
     p.add_argument("--thresholds", default=None, metavar="TOML",
@@ -346,6 +345,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="absolute threshold in the metric's unit, e.g. lat_us_p50=0.1")
     p.add_argument("--confidence", type=float, default=None,
                    help="1 - false-discovery rate over the whole comparison (default 0.95)")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", metavar="BASE", help="baseline run directory or data CSV")
+    p.add_argument("new", metavar="NEW", help="new run directory or data CSV")
+    add_threshold_arguments(p)
     p.add_argument("--strict", action="store_true",
                    help="also exit 1 on a suspected (unproven) regression or a point that "
                    "cannot be compared")
