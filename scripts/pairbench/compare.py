@@ -27,6 +27,7 @@ from pairbench.schema import load_run
 from pairbench.sizes import size_label
 from pairbench.verdict import (
     IMPROVEMENT,
+    MIN_REPS,
     NOT_COMPARABLE,
     REGRESSION,
     SUSPECTED_IMPROVEMENT,
@@ -259,9 +260,9 @@ def method_lines(res: pd.DataFrame) -> list[str]:
         else:
             out.append(f"noise: {metric}: too few points with >= 2 repetitions to borrow "
                        "strength; each point's own repetitions only")
-    if (res["n_base"].min() < 2) or (res["n_new"].min() < 2):
-        out.append("note: one repetition on a side: no significance can be claimed there; "
-                   "a change beyond the threshold is only 'suspected'")
+    if min(res["n_base"].min(), res["n_new"].min()) < MIN_REPS:
+        out.append(f"note: fewer than {MIN_REPS} repetitions on a side: no significance can "
+                   "be claimed there; a change beyond the threshold is only 'suspected'")
     return out
 
 

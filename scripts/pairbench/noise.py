@@ -5,7 +5,7 @@ Per point (layer, test, variant, size, pairs) and metric, from the aggregate row
   deviation of their logs (CV = sqrt(exp(s^2) - 1)), raw and moderated (the point's variance
   shrunk toward the prior fitted over all points of the metric, as `compare` does);
 - the smallest change `compare` would prove (verdict `regression`) with the chosen power,
-  for 2, 3, 5 and 10 repetitions per side;
+  for 2, 3, 5 and 10 repetitions per side ("never" below verdict.MIN_REPS);
 - the repetitions per side needed to prove a change of --detect (default: twice the
   metric's relative threshold).
 
@@ -41,6 +41,7 @@ from pairbench.sizes import size_label
 from pairbench.verdict import (
     DEFAULT_POWER,
     MAX_REPS,
+    MIN_REPS,
     detectable_change,
     fit_prior,
     future_df,
@@ -103,7 +104,7 @@ def noise_frame(df: pd.DataFrame, th: Thresholds, target_power: float = DEFAULT_
         out[f"detectable_{n}"] = [
             math.expm1(detectable_change(pv, future_df(d0, n), n, math.log1p(t), per_test,
                                          target_power))
-            if math.isfinite(pv) and pv > 0 else math.nan
+            if math.isfinite(pv) and pv > 0 and n >= MIN_REPS else math.nan
             for pv, d0, t in zip(out["post_var"], out["prior_df"], out["threshold"],
                                  strict=True)]
     out["reps_recommended"] = [
@@ -145,7 +146,8 @@ def noise_rows(res: pd.DataFrame) -> list[list[str]]:
                     f"{r['value']:.4g}" if math.isfinite(r["value"]) else r["note"],
                     _pct(100 * r["cv"]), _pct(100 * r["cv_moderated"]),
                     _pct(100 * r["threshold"]),
-                    *[_pct(100 * r[f"detectable_{n}"]) for n in REPS],
+                    *[_pct(100 * r[f"detectable_{n}"]) if n >= MIN_REPS
+                      else "never" for n in REPS],
                     _pct(100 * r["detect"]), _reps(r)])
     return out
 
@@ -154,7 +156,8 @@ def assumption_lines(res: pd.DataFrame) -> list[str]:
     a = res.attrs
     out = [f"detectable @N: smallest change compare proves (verdict regression) with "
            f"{a['power']:.0%} power, N repetitions per side; reps/side: repetitions that "
-           f"prove a change of 'catch'",
+           f"prove a change of 'catch'; compare proves nothing with fewer than {MIN_REPS} "
+           "repetitions per side",
            f"assumes: this run's (moderated) noise; the change in ONE point of a sweep of "
            f"{a['family']} comparisons, FDR {a['fdr']:.0%} (Benjamini-Hochberg then acts like "
            f"Bonferroni: per-test level {a['per_test_alpha']:.2g}); independent, log-normal "

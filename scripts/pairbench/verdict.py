@@ -34,6 +34,9 @@ import numpy as np
 from scipy import optimize, special, stats
 
 MIN_PRIOR_FEATURES = 3       # fewer features with residual df: no prior for that metric
+MIN_REPS = 3                 # repetitions per side below which nothing is proven: with 2, a
+                             # pair of disturbed runs on one side looks like a shift (the
+                             # real A/A calibration: 7 % false alarms at 2, 0.3 % at 3)
 ZERO_VAR_FLOOR = 1e-5        # limma's floor for zero variances, relative to the median
 MAX_REPS = 100               # repetitions per side searched by reps_needed
 DEFAULT_POWER = 0.8
@@ -147,8 +150,8 @@ def future_df(prior_df: float, n: int) -> float:
 
 def reps_needed(change: float, var: float, prior_df: float, tau: float, alpha: float,
                 target_power: float = DEFAULT_POWER) -> int | None:
-    """Fewest repetitions per side (2..MAX_REPS) that prove `change` beyond `tau` with the
-    target power; None if even MAX_REPS do not (or the change is within tau)."""
+    """Fewest repetitions per side (MIN_REPS..MAX_REPS) that prove `change` beyond `tau`
+    with the target power; None if even MAX_REPS do not (or the change is within tau)."""
     if not (math.isfinite(var) and var > 0) or abs(change) <= tau:
         return None
 
@@ -164,7 +167,7 @@ def reps_needed(change: float, var: float, prior_df: float, tau: float, alpha: f
             hi = mid
         else:
             lo = mid
-    return max(hi, 2)
+    return max(hi, MIN_REPS)
 
 
 def log_cv(var: float) -> float:
@@ -222,11 +225,12 @@ def _classify(f: Feature) -> str | None:
 
 
 def judge(features: list[Feature], alpha: float, needed: bool = True,
-          target_power: float = DEFAULT_POWER) -> Judgement:
+          target_power: float = DEFAULT_POWER, min_reps: int = MIN_REPS) -> Judgement:
     """Verdicts for all features of one comparison (see the module docstring).
 
     `needed` computes, for unproven changes, the repetitions per side that would prove them
-    (a power calculation; skipped by the simulations for speed)."""
+    (a power calculation; skipped by the simulations for speed). Features with fewer than
+    `min_reps` repetitions on a side still feed the prior but are never proven."""
     rows: list[dict] = [{} for _ in features]
     ok_idx: list[int] = []
     for i, f in enumerate(features):
@@ -274,7 +278,7 @@ def judge(features: list[Feature], alpha: float, needed: bool = True,
             if math.isfinite(post[i]) else math.nan
         rows[i].update(threshold=math.expm1(tau[i]), df=float(post_df[i]),
                        log_sd=float(math.sqrt(post[i])) if math.isfinite(post[i]) else math.nan)
-        if (len(f.base) >= 2 and len(f.new) >= 2 and post_df[i] > 0
+        if (min(len(f.base), len(f.new)) >= min_reps and post_df[i] > 0
                 and math.isfinite(se[i]) and se[i] > 0):
             testable.append(i)
     t_idx = np.array(testable, dtype=int)
@@ -309,9 +313,9 @@ def judge(features: list[Feature], alpha: float, needed: bool = True,
                if n_need is not None else
                f"more than {MAX_REPS} repetitions per side needed" if needed
                and math.isfinite(post[i]) else "run-to-run noise unknown")
-        if len(f.base) < 2 or len(f.new) < 2:
+        if min(len(f.base), len(f.new)) < min_reps:
             r["evidence"] = (f"insufficient repetitions ({len(f.base)}/{len(f.new)}): a proof "
-                             f"needs >= 2 per side; {how}")
+                             f"needs >= {min_reps} per side; {how}")
         elif i not in tested:
             r["evidence"] = f"no run-to-run variation observed: noise unknown; {how}"
         else:
