@@ -11,6 +11,12 @@ sweep() {
         --timeout 120 --no-progress --results-dir "$out/$1" --repetitions "$2"
 }
 echo "load before: $(cat /proc/loadavg)"
+if [ "${1:-all}" = demo10 ]; then   # the second demo: 10 repetitions per side
+    sweep demo10-base 10
+    sweep demo10-new 10
+    echo "load after: $(cat /proc/loadavg)"
+    exit 0
+fi
 sweep aa-10reps 10       # (a) A/A splits and (b) the planted 10 % regression
 echo "load: $(cat /proc/loadavg)"
 sweep demo-base 5       # acceptance demo: two sweeps made back to back
