@@ -167,7 +167,7 @@ def test_compare_exit_codes_strict_and_json(base_run: Path, same_run: Path,
     assert set(data["method"]["priors"]) >= {"lat_us_p50"}
     for key in ("q_value", "p_value", "evidence", "reps_needed", "noise_cv", "threshold"):
         assert key in hit[0]
-    # Text output names the point; the table goes through rich (no hand-drawn rules).
+    # The text output names the proven point and its headline.
     proc = cli("compare", str(base_run), str(slow))
     assert proc.returncode == 1 and "proven beyond" in proc.stdout
     assert "2-pair write latency at 8 B: " in proc.stdout and "% higher (" in proc.stdout
