@@ -35,6 +35,7 @@ from pairbench.verdict import (
     Feature,
     judge,
     log_cv,
+    prior_record,
 )
 
 DEFAULT_METRICS = ["lat_us_p50", "lat_us_p99", "bw_gbit_s", "msg_rate_per_s"]
@@ -188,8 +189,7 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     out = pd.DataFrame(rows)
     out["msg_size_bytes"] = out["msg_size_bytes"].astype(int)
     out["pairs"] = out["pairs"].astype(int)
-    out.attrs["priors"] = {k: {"var": v.var, "df": v.df, "features": v.features,
-                               "noise_cv": log_cv(v.var)} for k, v in res.priors.items()}
+    out.attrs["priors"] = {k: prior_record(v) for k, v in res.priors.items()}
     out.attrs["family"] = res.family
     out.attrs["fdr"] = res.alpha
     return out

@@ -47,6 +47,7 @@ from pairbench.verdict import (
     future_df,
     log_cv,
     moderate,
+    prior_record,
     reps_needed,
 )
 
@@ -114,8 +115,7 @@ def noise_frame(df: pd.DataFrame, th: Thresholds, target_power: float = DEFAULT_
                                 out["threshold"], strict=True)]
     out.attrs.update(
         family=family, fdr=alpha, power=target_power, per_test_alpha=per_test,
-        priors={m: {"var": p.var, "df": p.df, "features": p.features,
-                    "noise_cv": log_cv(p.var)} for m, p in priors.items()})
+        priors={m: prior_record(p) for m, p in priors.items()})
     return out
 
 

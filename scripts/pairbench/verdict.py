@@ -170,6 +170,15 @@ def reps_needed(change: float, var: float, prior_df: float, tau: float, alpha: f
     return max(hi, MIN_REPS)
 
 
+def prior_record(prior: Prior) -> dict:
+    """A prior for JSON output (null where there is no value)."""
+    def num(v: float) -> float | None:
+        return v if math.isfinite(v) else None
+
+    return {"var": num(prior.var), "df": prior.df, "features": prior.features,
+            "noise_cv": num(log_cv(prior.var))}
+
+
 def log_cv(var: float) -> float:
     """Coefficient of variation of a log-normal variable whose log has variance `var`."""
     return math.sqrt(math.expm1(var)) if math.isfinite(var) and var >= 0 else math.nan

@@ -205,3 +205,25 @@ def test_report_shows_noise_only_with_repetitions(base_run: Path, tmp_path: Path
     raw[raw["repetition"] == "1"].to_csv(tmp_path / "one" / "data.csv", index=False)
     assert cli("report", str(tmp_path / "one"), "--out", str(out)).returncode == 0
     assert "Run-to-run noise" not in out.read_text()
+
+
+def _strict_json(text: str) -> dict:
+    def reject(const: str) -> None:
+        raise ValueError(f"not JSON: {const}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def test_json_is_strict_even_without_noise_estimates(tmp_path: Path) -> None:
+    """One repetition per side (published data): no prior, no q; JSON null, never NaN."""
+    pub = Path(__file__).resolve().parents[2] / "results" / "published"
+    proc = cli("compare", str(pub / "paper002-infinihost3"), str(pub / "paper002-connectx"),
+               "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = _strict_json(proc.stdout)
+    assert data["method"]["priors"]["lat_us_p50"]["var"] is None
+    assert {p["verdict"] for p in data["points"]} == {"suspected improvement"}
+    assert all(p["q_value"] is None for p in data["points"])
+    proc = cli("noise", str(pub / "paper002-connectx"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert all(p["cv"] is None for p in _strict_json(proc.stdout)["points"])
