@@ -233,100 +233,142 @@ def _classify(f: Feature) -> str | None:
             "comparison is possible")
 
 
-def judge(features: list[Feature], alpha: float, needed: bool = True,
-          target_power: float = DEFAULT_POWER, min_reps: int = MIN_REPS) -> Judgement:
-    """Verdicts for all features of one comparison (see the module docstring).
+@dataclass
+class _Work:
+    """Per-feature arrays of one comparison (nan where not applicable)."""
 
-    `needed` computes, for unproven changes, the repetitions per side that would prove them
-    (a power calculation; skipped by the simulations for speed). Features with fewer than
-    `min_reps` repetitions on a side still feed the prior but are never proven."""
-    rows: list[dict] = [{} for _ in features]
-    ok_idx: list[int] = []
-    for i, f in enumerate(features):
-        why = _classify(f)
-        nb, nn = len(f.base), len(f.new)
-        rows[i] = {"n_base": nb, "n_new": nn, "p_value": math.nan, "q_value": math.nan,
-                   "ci_low": math.nan, "ci_high": math.nan, "log_sd": math.nan,
-                   "df": math.nan, "threshold": math.nan, "reps_needed": None}
-        if why is None:
-            ok_idx.append(i)
-            continue
-        same = why == "identical"
-        v = float(f.base[0]) if same else math.nan
-        rows[i].update(base=v, new=v, ratio=1.0 if same and v != 0 else math.nan,
-                       verdict=NO_CHANGE if same else NOT_COMPARABLE,
-                       evidence="identical values on both sides" if same else why)
-    # Per feature: difference of mean logs, pooled residual variance.
-    diff = np.full(len(features), math.nan)
-    var = np.full(len(features), math.nan)
-    dfr = np.zeros(len(features))
+    diff: np.ndarray      # mean ln NEW - mean ln BASE
+    var: np.ndarray       # pooled residual variance of the logs
+    dfr: np.ndarray       # its degrees of freedom
+    post: np.ndarray      # moderated variance
+    post_df: np.ndarray   # its degrees of freedom
+    tau: np.ndarray       # threshold, log scale
+    se: np.ndarray        # standard error of diff
+
+
+def _estimate(features: list[Feature], ok_idx: list[int], rows: list[dict]) -> _Work:
+    """Step 1: differences of mean logs, pooled residual variances, thresholds."""
+    k = len(features)
+    w = _Work(diff=np.full(k, math.nan), var=np.full(k, math.nan), dfr=np.zeros(k),
+              post=np.full(k, math.nan), post_df=np.zeros(k), tau=np.full(k, math.nan),
+              se=np.full(k, math.nan))
     for i in ok_idx:
         f = features[i]
         yb, yn = np.log(f.base), np.log(f.new)
-        diff[i] = yn.mean() - yb.mean()
-        dfr[i] = len(yb) + len(yn) - 2
-        if dfr[i] > 0:
-            var[i] = (np.sum((yb - yb.mean()) ** 2) + np.sum((yn - yn.mean()) ** 2)) / dfr[i]
-        rows[i].update(base=float(np.exp(yb.mean())), new=float(np.exp(yn.mean())),
-                       ratio=float(np.exp(diff[i])))
+        w.diff[i] = yn.mean() - yb.mean()
+        w.dfr[i] = len(yb) + len(yn) - 2
+        if w.dfr[i] > 0:
+            ss = np.sum((yb - yb.mean()) ** 2) + np.sum((yn - yn.mean()) ** 2)
+            w.var[i] = ss / w.dfr[i]
+        base = float(np.exp(yb.mean()))
+        w.tau[i] = max(math.log1p(f.rel), math.log1p(f.abs / base))
+        rows[i].update(base=base, new=float(np.exp(yn.mean())), ratio=float(np.exp(w.diff[i])),
+                       threshold=math.expm1(w.tau[i]))
+    return w
+
+
+def _moderate_by_metric(features: list[Feature], ok_idx: list[int], w: _Work,
+                        rows: list[dict]) -> dict[str, Prior]:
+    """Step 2: one prior per metric; moderated variances and standard errors."""
     priors: dict[str, Prior] = {}
-    post = np.full(len(features), math.nan)
-    post_df = np.zeros(len(features))
     for metric in sorted({features[i].metric for i in ok_idx}):
         idx = np.array([i for i in ok_idx if features[i].metric == metric])
-        prior = fit_prior(var[idx], dfr[idx])
-        priors[metric] = prior
-        post[idx], post_df[idx] = moderate(var[idx], dfr[idx], prior)
-    tau = np.full(len(features), math.nan)
-    se = np.full(len(features), math.nan)
-    testable: list[int] = []
+        priors[metric] = fit_prior(w.var[idx], w.dfr[idx])
+        w.post[idx], w.post_df[idx] = moderate(w.var[idx], w.dfr[idx], priors[metric])
     for i in ok_idx:
         f = features[i]
-        tau[i] = max(math.log1p(f.rel), math.log1p(f.abs / rows[i]["base"]))
-        se[i] = math.sqrt(post[i] * (1 / len(f.base) + 1 / len(f.new))) \
-            if math.isfinite(post[i]) else math.nan
-        rows[i].update(threshold=math.expm1(tau[i]), df=float(post_df[i]),
-                       log_sd=float(math.sqrt(post[i])) if math.isfinite(post[i]) else math.nan)
-        if (min(len(f.base), len(f.new)) >= min_reps and post_df[i] > 0
-                and math.isfinite(se[i]) and se[i] > 0):
-            testable.append(i)
-    t_idx = np.array(testable, dtype=int)
-    p = treat_pvalue(diff[t_idx], se[t_idx], tau[t_idx], post_df[t_idx])
+        if math.isfinite(w.post[i]):
+            w.se[i] = math.sqrt(w.post[i] * (1 / len(f.base) + 1 / len(f.new)))
+            rows[i]["log_sd"] = math.sqrt(w.post[i])
+        rows[i]["df"] = float(w.post_df[i])
+    return priors
+
+
+def _test(t_idx: np.ndarray, w: _Work, alpha: float, rows: list[dict]) -> None:
+    """Steps 3-4: TREAT p-values, Benjamini-Hochberg q-values, FCR-adjusted intervals."""
+    p = treat_pvalue(w.diff[t_idx], w.se[t_idx], w.tau[t_idx], w.post_df[t_idx])
     q = bh_adjust(p)
     n_claims = int(np.sum(q <= alpha))
     side_alpha = max(n_claims, 1) * alpha / (2 * max(len(t_idx), 1))
     for k, i in enumerate(t_idx):
-        half = float(stats.t.isf(side_alpha, post_df[i])) * se[i]
+        half = float(stats.t.isf(side_alpha, w.post_df[i])) * w.se[i]
         rows[i].update(p_value=float(p[k]), q_value=float(q[k]),
-                       ci_low=float(np.exp(diff[i] - half)),
-                       ci_high=float(np.exp(diff[i] + half)))
-    family = max(len(ok_idx), 1)
-    tested = set(testable)
-    for i in ok_idx:
-        f = features[i]
-        worse = diff[i] if f.higher_is_worse else -diff[i]
-        r = rows[i]
-        if abs(diff[i]) <= tau[i]:
-            r.update(verdict=NO_CHANGE, evidence=f"within ±{_pct(tau[i])}")
-            continue
-        if i in tested and r["q_value"] <= alpha:
-            r.update(verdict=REGRESSION if worse > 0 else IMPROVEMENT,
-                     evidence=f"proven beyond ±{_pct(tau[i])} (q = {r['q_value']:.2g})")
-            continue
-        r["verdict"] = SUSPECTED_REGRESSION if worse > 0 else SUSPECTED_IMPROVEMENT
-        prior = priors.get(f.metric, NO_PRIOR)
-        n_need = (reps_needed(diff[i], post[i], prior.df, tau[i], alpha / family, target_power)
-                  if needed and math.isfinite(post[i]) else None)
-        r["reps_needed"] = n_need
-        how = (f"≈{n_need} repetitions per side would prove a change this large"
-               if n_need is not None else
-               f"more than {MAX_REPS} repetitions per side needed" if needed
-               and math.isfinite(post[i]) else "run-to-run noise unknown")
-        if min(len(f.base), len(f.new)) < min_reps:
-            r["evidence"] = (f"insufficient repetitions ({len(f.base)}/{len(f.new)}): a proof "
-                             f"needs >= {min_reps} per side; {how}")
-        elif i not in tested:
-            r["evidence"] = f"no run-to-run variation observed: noise unknown; {how}"
+                       ci_low=float(np.exp(w.diff[i] - half)),
+                       ci_high=float(np.exp(w.diff[i] + half)))
+
+
+def _unproven(f: Feature, i: int, w: _Work, q: float | None, prior: Prior,
+              per_test: float, needed: bool, target_power: float,
+              min_reps: int) -> tuple[int | None, str]:
+    """For a suspected change: the repetitions per side that would prove it, and why it is
+    not proven (q is None when the feature could not be tested)."""
+    n_need, how = None, ""
+    if needed and math.isfinite(w.post[i]):
+        n_need = reps_needed(w.diff[i], w.post[i], prior.df, w.tau[i], per_test, target_power)
+        how = (f"; ≈{n_need} repetitions per side would prove a change this large"
+               if n_need is not None else f"; more than {MAX_REPS} repetitions per side needed")
+    elif needed:
+        how = "; run-to-run noise unknown"
+    if min(len(f.base), len(f.new)) < min_reps:
+        why = (f"insufficient repetitions ({len(f.base)}/{len(f.new)}): a proof needs "
+               f">= {min_reps} per side")
+    elif q is None:
+        why = "no run-to-run variation observed: noise unknown"
+    else:
+        why = f"not proven (q = {q:.2g})"
+    return n_need, why + how
+
+
+def _invalid_row(f: Feature, why: str) -> dict:
+    """The verdict of a feature that has no logarithm (or identical values)."""
+    if why == "identical":
+        v = float(f.base[0])
+        return {"base": v, "new": v, "ratio": 1.0 if v != 0 else math.nan,
+                "verdict": NO_CHANGE, "evidence": "identical values on both sides"}
+    return {"base": math.nan, "new": math.nan, "ratio": math.nan, "verdict": NOT_COMPARABLE,
+            "evidence": why}
+
+
+def judge(features: list[Feature], alpha: float, needed: bool = True,
+          target_power: float = DEFAULT_POWER, min_reps: int = MIN_REPS) -> Judgement:
+    """Verdicts for all features of one comparison (the steps of the module docstring).
+
+    `needed` computes, for unproven changes, the repetitions per side that would prove them
+    (a power calculation; skipped by the simulations for speed). Features with fewer than
+    `min_reps` repetitions on a side still feed the prior but are never proven."""
+    rows: list[dict] = []
+    ok_idx: list[int] = []
+    for i, f in enumerate(features):
+        rows.append({"n_base": len(f.base), "n_new": len(f.new), "p_value": math.nan,
+                     "q_value": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                     "log_sd": math.nan, "df": math.nan, "threshold": math.nan,
+                     "reps_needed": None})
+        why = _classify(f)
+        if why is None:
+            ok_idx.append(i)
         else:
-            r["evidence"] = f"not proven (q = {r['q_value']:.2g}); {how}"
+            rows[i].update(_invalid_row(f, why))
+    w = _estimate(features, ok_idx, rows)
+    priors = _moderate_by_metric(features, ok_idx, w, rows)
+    t_idx = np.array([i for i in ok_idx
+                      if min(len(features[i].base), len(features[i].new)) >= min_reps
+                      and w.post_df[i] > 0 and np.isfinite(w.se[i]) and w.se[i] > 0],
+                     dtype=int)
+    _test(t_idx, w, alpha, rows)
+    tested = set(t_idx.tolist())
+    per_test = alpha / max(len(ok_idx), 1)
+    for i in ok_idx:
+        f, r = features[i], rows[i]
+        worse = w.diff[i] if f.higher_is_worse else -w.diff[i]
+        if abs(w.diff[i]) <= w.tau[i]:
+            r.update(verdict=NO_CHANGE, evidence=f"within ±{_pct(w.tau[i])}")
+        elif i in tested and r["q_value"] <= alpha:
+            r.update(verdict=REGRESSION if worse > 0 else IMPROVEMENT,
+                     evidence=f"proven beyond ±{_pct(w.tau[i])} (q = {r['q_value']:.2g})")
+        else:
+            n_need, evidence = _unproven(f, i, w, r["q_value"] if i in tested else None,
+                                         priors.get(f.metric, NO_PRIOR), per_test, needed,
+                                         target_power, min_reps)
+            r.update(verdict=SUSPECTED_REGRESSION if worse > 0 else SUSPECTED_IMPROVEMENT,
+                     reps_needed=n_need, evidence=evidence)
     return Judgement(rows, priors, len(t_idx), alpha)
