@@ -166,10 +166,29 @@ def assumption_lines(res: pd.DataFrame) -> list[str]:
         if pr["df"] > 0:
             out.append(f"noise: {metric}: typical CV {pr['noise_cv']:.2%} (prior fitted on "
                        f"{pr['features']} points, d0 = {pr['df']:.3g})")
+    out += recommendation_lines(res)
     if (res["n"] < 2).any():
         out.append("note: points with 1 repetition have no noise of their own (their row "
                    "uses the metric's prior, if any); compare can never prove a change with "
                    "1 repetition on a side")
+    return out
+
+
+def recommendation_lines(res: pd.DataFrame) -> list[str]:
+    """Per metric: repetitions per side that catch its `catch` change at every point."""
+    out = []
+    for metric, g in res.groupby("metric", sort=True):
+        g = g[g["detect"] > g["threshold"]]
+        if g.empty:
+            continue
+        need = [math.inf if n is None or (isinstance(n, float) and math.isnan(n)) else int(n)
+                for n in g["reps_recommended"]]
+        worst = int(np.argmax(need))
+        r = g.iloc[worst]
+        where = f"{r['test']} {size_label(int(r['msg_size_bytes']))} {r['pairs']}-pair"
+        n_txt = f"more than {MAX_REPS}" if need[worst] == math.inf else str(need[worst])
+        out.append(f"recommended: {metric}: {n_txt} repetitions per side catch a change of "
+                   f"{100 * r['detect']:.3g} % at every point (the noisiest: {where})")
     return out
 
 
@@ -193,7 +212,8 @@ def to_json(res: pd.DataFrame, run: str) -> dict:
     a = res.attrs
     return {"run": run, "repetitions_per_side": list(REPS), "power": a["power"],
             "fdr": a["fdr"], "family": a["family"], "per_test_alpha": a["per_test_alpha"],
-            "priors": a["priors"], "assumptions": assumption_lines(res)[1], "points": recs}
+            "priors": a["priors"], "assumptions": assumption_lines(res)[1],
+            "recommended": recommendation_lines(res), "points": recs}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

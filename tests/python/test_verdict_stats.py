@@ -189,6 +189,7 @@ def test_noise_command(base_run: Path, tmp_path: Path) -> None:
     assert p["detectable_2"] is None                       # nothing is proven with 2
     assert p["detectable_3"] > p["detectable_5"] > p["detectable_10"] > 0.05
     assert p["reps_recommended"] >= MIN_REPS
+    assert any(r.startswith("recommended: lat_us_p50: ") for r in data["recommended"])
     proc = cli("noise", str(base_run))
     assert proc.returncode == 0 and "detectable @5" in proc.stdout
     assert "ONE point of a sweep" in proc.stdout
