@@ -1,4 +1,5 @@
-"""The `pairbench` command line: sweep | plot | compare | accept | report | default.
+"""The `pairbench` command line: sweep | plot | compare | noise | accept | report |
+default.
 
 Only the module of the chosen subcommand is imported: `sweep` runs inside the emulated
 VM, where importing pandas or matplotlib alone would cost about a minute.
@@ -17,6 +18,8 @@ SUBCOMMANDS = {
     "sweep": ("sweep", "run_sweep", "run sizes x pairs x tests into a new run directory"),
     "plot": ("plot", "run_plot", "PNG and SVG plots of a run"),
     "compare": ("compare", "run_compare", "BASE vs NEW: ratios and a noise-aware verdict"),
+    "noise": ("noise", "run_noise", "a run's run-to-run noise and the smallest change "
+              "compare would prove with 2, 3, 5, 10 repetitions"),
     "accept": ("accept", "run_accept", "check a run against an acceptance spec"),
     "report": ("report", "run_report", "one self-contained HTML report"),
     "default": ("default", "run_default", "the embedded default run (verbs on the Soft-RoCE "

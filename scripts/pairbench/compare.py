@@ -1,12 +1,11 @@
 """`pairbench compare BASE NEW`: per point and metric, both values, the ratio and a
-noise-aware verdict; exit 0 = no regression, 1 = regression, 2 = bad input.
+verdict whose error rate over the whole comparison is controlled; exit 0 = no proven
+regression, 1 = regression (with --strict also a suspected one), 2 = bad input.
 
 A point is (layer, test, variant, msg_size_bytes, pairs) on the aggregate row (pair_id=all).
-Each repetition gives one value per point. The ratio is median(NEW) / median(BASE).
-With >= 2 repetitions on both sides a seeded bootstrap gives a confidence interval of
-that ratio; a change counts only if it exceeds the thresholds (relative AND absolute) in
-the worse direction AND the interval excludes 1. With one repetition on either side no
-significance can be claimed: the verdict is by thresholds only, and says so.
+Each repetition gives one value per point and metric; base and new are geometric means over
+repetitions and ratio = new / base. The verdicts come from pairbench.verdict: a moderated t
+test on log values against the threshold, Benjamini-Hochberg over every comparison made.
 """
 
 from __future__ import annotations
@@ -26,12 +25,23 @@ from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows, point_label, 
 from pairbench.errors import UsageError
 from pairbench.schema import load_run
 from pairbench.sizes import size_label
+from pairbench.verdict import (
+    IMPROVEMENT,
+    MIN_REPS,
+    NOT_COMPARABLE,
+    REGRESSION,
+    SUSPECTED_IMPROVEMENT,
+    SUSPECTED_REGRESSION,
+    Feature,
+    judge,
+    log_cv,
+    prior_record,
+)
 
 DEFAULT_METRICS = ["lat_us_p50", "lat_us_p99", "bw_gbit_s", "msg_rate_per_s",
                    "worst_lat_us_p50", "min_pair_bw_gbit_s"]
 DEFAULT_RELATIVE = {"lat_us_p99": 0.15, "lat_us_p999": 0.25, "lat_us_max": 0.5}
 DEFAULT_REL = 0.05
-BOOTSTRAP_SAMPLES = 4000
 
 
 @dataclass
@@ -123,55 +133,10 @@ def _check_metrics(names: list[str], where: str) -> list[str]:
     return names
 
 
-def bootstrap_ratio_ci(base: np.ndarray, new: np.ndarray, confidence: float,
-                       seed: int = 12345) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(new)/median(base); deterministic (seeded)."""
-    rng = np.random.default_rng(seed)
-    mb = np.median(base[rng.integers(0, len(base), (BOOTSTRAP_SAMPLES, len(base)))], axis=1)
-    mn = np.median(new[rng.integers(0, len(new), (BOOTSTRAP_SAMPLES, len(new)))], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = mn / mb
-    r = r[np.isfinite(r)]
-    if len(r) == 0:
-        return math.nan, math.nan
-    alpha = (1 - confidence) / 2
-    return float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha))
-
-
-def judge(metric: str, base: np.ndarray, new: np.ndarray, th: Thresholds) -> dict:
-    """Verdict for one point and metric."""
-    m = METRICS[metric]
-    bmed, nmed = float(np.median(base)), float(np.median(new))
-    ratio = nmed / bmed if bmed != 0 else math.nan
-    sign = 1.0 if m.higher_is_worse else -1.0
-    worse_abs = sign * (nmed - bmed)
-    worse_rel = worse_abs / abs(bmed) if bmed != 0 else (math.inf if worse_abs > 0 else 0.0)
-    rel_t, abs_t = th.rel(metric), th.abs(metric)
-    worse = worse_rel > rel_t and worse_abs > abs_t
-    better = -worse_rel > rel_t and -worse_abs > abs_t
-    ci_lo = ci_hi = math.nan
-    if len(base) >= 2 and len(new) >= 2:
-        ci_lo, ci_hi = bootstrap_ratio_ci(base, new, th.confidence)
-        significant = not (ci_lo <= 1.0 <= ci_hi) if math.isfinite(ci_lo) else False
-        note = f"{th.confidence:.0%} CI of ratio [{ci_lo:.3g}, {ci_hi:.3g}]"
-        if worse:
-            verdict = "regression" if significant else "within noise"
-        elif better:
-            verdict = "improvement" if significant else "within noise"
-        else:
-            verdict = "no change"
-    else:
-        note = "one repetition: no significance can be claimed; judged by thresholds only"
-        verdict = "regression" if worse else "improvement" if better else "no change"
-    return {"metric": metric, "unit": m.unit, "base": bmed, "new": nmed, "ratio": ratio,
-            "change_pct": 100.0 * (ratio - 1) if math.isfinite(ratio) else math.nan,
-            "n_base": len(base), "n_new": len(new), "ci_low": ci_lo, "ci_high": ci_hi,
-            "rel_threshold": rel_t, "abs_threshold": abs_t, "verdict": verdict, "note": note}
-
-
-def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
-                   metrics: list[str] | None = None) -> pd.DataFrame:
-    """One row per (point, metric) present in both runs."""
+def point_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
+                   metrics: list[str] | None = None) -> tuple[list[tuple], list[Feature]]:
+    """The (point key, Feature) pairs of a comparison: every metric with values on both
+    sides of every point present in both runs (aggregate rows, status=ok)."""
     ab, an = aggregate_rows(base), aggregate_rows(new)
     for df in (ab, an):
         df["variant"] = df["variant"].fillna("")
@@ -184,20 +149,50 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     wanted = metrics or th.metrics or DEFAULT_METRICS
     gb = dict(list(ab.groupby(POINT_KEY)))
     gn = dict(list(an.groupby(POINT_KEY)))
-    rows = []
+    keys, feats = [], []
     for key in sorted(common, key=lambda k: (k[0], k[1], k[2], k[4], k[3])):
         b, n = gb[key], gn[key]
         for metric in wanted:
+            if metric not in b.columns or metric not in n.columns:
+                continue
             vb = b[metric].dropna().to_numpy(dtype=float)
             vn = n[metric].dropna().to_numpy(dtype=float)
             if len(vb) == 0 or len(vn) == 0:
                 continue
-            rows.append({**dict(zip(POINT_KEY, key, strict=True)), **judge(metric, vb, vn, th)})
-    if not rows:
+            keys.append(key)
+            feats.append(Feature(metric, vb, vn, METRICS[metric].higher_is_worse,
+                                 th.rel(metric), th.abs(metric)))
+    if not feats:
         raise UsageError(f"the common points have no values for metrics {', '.join(wanted)}")
+    return keys, feats
+
+
+def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
+                   metrics: list[str] | None = None) -> pd.DataFrame:
+    """One row per (point, metric) present in both runs, with the verdict of the whole
+    comparison (pairbench.verdict); the fitted priors are in `.attrs["priors"]`."""
+    keys, feats = point_features(base, new, th, metrics)
+    res = judge(feats, 1.0 - th.confidence)
+    rows = []
+    for key, f, r in zip(keys, feats, res.rows, strict=True):
+        m = METRICS[f.metric]
+        ratio = r["ratio"]
+        rows.append({**dict(zip(POINT_KEY, key, strict=True)), "metric": f.metric,
+                     "unit": m.unit, "base": r["base"], "new": r["new"], "ratio": ratio,
+                     "change_pct": 100.0 * (ratio - 1) if math.isfinite(ratio) else math.nan,
+                     "n_base": r["n_base"], "n_new": r["n_new"],
+                     "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                     "rel_threshold": f.rel, "abs_threshold": f.abs,
+                     "threshold": r["threshold"], "noise_cv": log_cv(r["log_sd"] ** 2),
+                     "df": r["df"], "p_value": r["p_value"], "q_value": r["q_value"],
+                     "verdict": r["verdict"], "evidence": r["evidence"],
+                     "reps_needed": r["reps_needed"], "note": r["evidence"]})
     out = pd.DataFrame(rows)
     out["msg_size_bytes"] = out["msg_size_bytes"].astype(int)
     out["pairs"] = out["pairs"].astype(int)
+    out.attrs["priors"] = {k: prior_record(v) for k, v in res.priors.items()}
+    out.attrs["family"] = res.family
+    out.attrs["fdr"] = res.alpha
     return out
 
 
@@ -237,7 +232,7 @@ def _fmt(v: float) -> str:
 
 
 TABLE_COLS = ["test", "variant", "size", "pairs", "metric", "base", "new", "ratio", "change",
-              "n", "verdict"]
+              "n", "q", "verdict", "evidence"]
 
 
 def table_rows(res: pd.DataFrame) -> list[list[str]]:
@@ -247,19 +242,51 @@ def table_rows(res: pd.DataFrame) -> list[list[str]]:
                     str(r["pairs"]), r["metric"], _fmt(r["base"]), _fmt(r["new"]),
                     _fmt(r["ratio"]), f"{r['change_pct']:+.1f} %"
                     if math.isfinite(r["change_pct"]) else "", f"{r['n_base']}/{r['n_new']}",
-                    r["verdict"]])
+                    f"{r['q_value']:.2g}" if math.isfinite(r["q_value"]) else "",
+                    r["verdict"], r["evidence"]])
     return out
 
 
-def render_text(res: pd.DataFrame, summary: list[str]) -> str:
-    rows = [TABLE_COLS, *table_rows(res)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_COLS))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-             for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    notes = sorted(set(res["note"]))
-    return "\n".join([*lines, "", *[f"note: {n}" for n in notes if n.startswith("one")],
-                      *summary]) + "\n"
+def method_lines(res: pd.DataFrame) -> list[str]:
+    """What the verdicts rest on: the test, the family, the noise each metric showed."""
+    fdr = res.attrs.get("fdr", math.nan)
+    out = [f"method: moderated t on log values against each threshold, Benjamini-Hochberg "
+           f"over {res.attrs.get('family', 0)} tested comparisons at FDR {fdr:.0%} "
+           "(docs/compare-and-accept.md)"]
+    for metric, pr in sorted(res.attrs.get("priors", {}).items()):
+        if pr["df"] > 0:
+            out.append(f"noise: {metric}: typical run-to-run CV {pr['noise_cv']:.2%} "
+                       f"(prior fitted on {pr['features']} points, d0 = {pr['df']:.3g} degrees "
+                       "of freedom)")
+        else:
+            out.append(f"noise: {metric}: too few points with >= 2 repetitions to borrow "
+                       "strength; each point's own repetitions only")
+    if min(res["n_base"].min(), res["n_new"].min()) < MIN_REPS:
+        out.append(f"note: fewer than {MIN_REPS} repetitions on a side: no significance can "
+                   "be claimed there; a change beyond the threshold is only 'suspected'")
+    return out
+
+
+def _style(verdict: str) -> str:
+    return {REGRESSION: "bold red", SUSPECTED_REGRESSION: "red", IMPROVEMENT: "bold green",
+            SUSPECTED_IMPROVEMENT: "green", NOT_COMPARABLE: "yellow"}.get(verdict, "")
+
+
+def render_text(res: pd.DataFrame, summary: list[str], color: bool = False) -> str:
+    """The terminal table (rich), then how the verdicts were reached and the headlines."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*TABLE_COLS, box=None, header_style="bold", pad_edge=False)
+    for row, verdict in zip(table_rows(res), res["verdict"], strict=True):
+        table.add_row(*row, style=_style(verdict) if color else "")
+    buf = io.StringIO()
+    Console(file=buf, width=220, force_terminal=color, no_color=not color,
+            highlight=False, soft_wrap=False).print(table)
+    table_text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
+    return table_text + "\n\n" + "\n".join([*method_lines(res), *summary]) + "\n"
 
 
 def render_markdown(res: pd.DataFrame, summary: list[str], base: str, new: str) -> str:
@@ -270,17 +297,30 @@ def render_markdown(res: pd.DataFrame, summary: list[str], base: str, new: str) 
     out.append("|" + "---|" * len(TABLE_COLS))
     for r in table_rows(res):
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
-    if (res["n_base"].min() < 2) or (res["n_new"].min() < 2):
-        out.append("\nWith one repetition no significance can be claimed; verdicts where n = 1 "
-                   "are by thresholds only.")
+    out.append("")
+    out += [f"{line}  " for line in method_lines(res)]
     return "\n".join(out) + "\n"
 
 
-def to_json(res: pd.DataFrame, summary: list[str], base: str, new: str, th: Thresholds) -> dict:
+def _count(res: pd.DataFrame, verdict: str) -> int:
+    return int((res["verdict"] == verdict).sum())
+
+
+def to_json(res: pd.DataFrame, summary: list[str], base: str, new: str, th: Thresholds,
+            strict: bool = False) -> dict:
     recs = json.loads(res.to_json(orient="records"))
     return {"base": base, "new": new, "ratio": "new / base", "summary": summary,
-            "regressions": int((res["verdict"] == "regression").sum()),
-            "improvements": int((res["verdict"] == "improvement").sum()),
+            "regressions": _count(res, REGRESSION),
+            "improvements": _count(res, IMPROVEMENT),
+            "suspected_regressions": _count(res, SUSPECTED_REGRESSION),
+            "suspected_improvements": _count(res, SUSPECTED_IMPROVEMENT),
+            "not_comparable": _count(res, NOT_COMPARABLE),
+            "strict": strict, "exit_code": exit_code(res, strict),
+            "method": {"test": "moderated t (empirical Bayes, limma) on log values, against "
+                               "the threshold (TREAT)",
+                       "multiple_testing": "Benjamini-Hochberg",
+                       "fdr": res.attrs.get("fdr"), "family": res.attrs.get("family"),
+                       "priors": res.attrs.get("priors", {})},
             "thresholds": {"default_relative": th.default_relative,
                            "default_absolute": th.default_absolute,
                            "relative": th.relative, "absolute": th.absolute,
@@ -288,9 +328,15 @@ def to_json(res: pd.DataFrame, summary: list[str], base: str, new: str, th: Thre
             "points": recs}
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("base", metavar="BASE", help="baseline run directory or data CSV")
-    p.add_argument("new", metavar="NEW", help="new run directory or data CSV")
+def exit_code(res: pd.DataFrame, strict: bool) -> int:
+    """1 on a proven regression; with strict also on a suspected one or a point that cannot
+    be compared; else 0."""
+    bad = {REGRESSION, SUSPECTED_REGRESSION, NOT_COMPARABLE} if strict else {REGRESSION}
+    return 1 if res["verdict"].isin(bad).any() else 0
+
+
+def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
+    """--metrics, --thresholds, --rel, --abs, --confidence (compare and noise)."""
     p.add_argument("--metrics", default=None,
                    help=f"comma-separated (default {','.join(DEFAULT_METRICS)}, those present)")
     p.add_argument("--thresholds", default=None, metavar="TOML",
@@ -299,7 +345,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="relative threshold, e.g. lat_us_p50=10%% or all=0.05")
     p.add_argument("--abs", action="append", default=[], metavar="METRIC=VALUE",
                    help="absolute threshold in the metric's unit, e.g. lat_us_p50=0.1")
-    p.add_argument("--confidence", type=float, default=None)
+    p.add_argument("--confidence", type=float, default=None,
+                   help="1 - false-discovery rate over the whole comparison (default 0.95)")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", metavar="BASE", help="baseline run directory or data CSV")
+    p.add_argument("new", metavar="NEW", help="new run directory or data CSV")
+    add_threshold_arguments(p)
+    p.add_argument("--strict", action="store_true",
+                   help="also exit 1 on a suspected (unproven) regression or a point that "
+                   "cannot be compared")
     p.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     p.add_argument("--markdown", default=None, metavar="FILE", help="also write Markdown here")
     p.add_argument("--json", default=None, metavar="FILE", help="also write JSON here")
@@ -345,21 +401,25 @@ def run_compare(ns: argparse.Namespace) -> int:
     base, new = load_run(ns.base), load_run(ns.new)
     res = compare_frames(base, new, th)
     summary = summary_lines(res)
+    strict = bool(getattr(ns, "strict", False))
     if ns.format == "json":
-        sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th), indent=2) + "\n")
+        sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict),
+                                    indent=2) + "\n")
     elif ns.format == "markdown":
         sys.stdout.write(render_markdown(res, summary, ns.base, ns.new))
     else:
-        sys.stdout.write(render_text(res, summary))
+        sys.stdout.write(render_text(res, summary, color=sys.stdout.isatty()))
     if ns.markdown:
         Path(ns.markdown).write_text(render_markdown(res, summary, ns.base, ns.new))
     if ns.json:
-        Path(ns.json).write_text(json.dumps(to_json(res, summary, ns.base, ns.new, th),
+        Path(ns.json).write_text(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict),
                                             indent=2) + "\n")
-    n_reg = int((res["verdict"] == "regression").sum())
-    print(f"compare: {len(res)} comparisons, {n_reg} regression(s), "
-          f"{int((res['verdict'] == 'improvement').sum())} improvement(s)", file=sys.stderr)
-    return 1 if n_reg else 0
+    code = exit_code(res, strict)
+    print(f"compare: {len(res)} comparisons, {_count(res, REGRESSION)} regression(s), "
+          f"{_count(res, IMPROVEMENT)} improvement(s), {_count(res, SUSPECTED_REGRESSION)} "
+          f"suspected regression(s), {_count(res, NOT_COMPARABLE)} not comparable"
+          f"{' (strict)' if strict else ''}: exit {code}", file=sys.stderr)
+    return code
 
 
 __all__ = ["compare_frames", "run_compare", "summary_lines", "test_label"]

@@ -17,7 +17,13 @@ from pairbench import __version__
 from pairbench.analysis import median_by_point
 from pairbench.collect import atomic_write_text
 from pairbench.compare import TABLE_COLS as COMPARE_COLS
-from pairbench.compare import Thresholds, compare_frames, summary_lines, table_rows
+from pairbench.compare import (
+    Thresholds,
+    compare_frames,
+    method_lines,
+    summary_lines,
+    table_rows,
+)
 from pairbench.errors import UsageError
 from pairbench.plot import plot_runs, run_label
 from pairbench.schema import load_metadata, load_run
@@ -145,16 +151,29 @@ def compare_html(base: pd.DataFrame, new: pd.DataFrame, base_name: str) -> str:
     except UsageError as exc:
         return f"<p class=\"bad\">Comparison not possible: {_e(exc)}</p>"
     summary = summary_lines(res)
-    classes = ["bad" if v == "regression" else "good" if v == "improvement" else ""
-               for v in res["verdict"]]
+    classes = ["bad" if v.endswith("regression") else "good" if v.endswith("improvement")
+               else "" for v in res["verdict"]]
     n_reg = int((res["verdict"] == "regression").sum())
-    notes = ("<p>One repetition on a side: no significance can be claimed; those verdicts "
-             "are by thresholds only.</p>" if min(res["n_base"].min(), res["n_new"].min()) < 2
-             else "")
+    notes = "<ul>" + "".join(f"<li>{_e(s)}</li>" for s in method_lines(res)) + "</ul>"
     return (f"<p>BASE <code>{_e(base_name)}</code>; ratio = NEW / BASE; default thresholds "
             f"(see docs/compare-and-accept.md). <b>{n_reg} regression(s)</b>.</p>"
             + "<ul>" + "".join(f"<li>{_e(s)}</li>" for s in summary) + "</ul>" + notes
             + _table(COMPARE_COLS, table_rows(res), classes))
+
+
+def noise_html(df: pd.DataFrame) -> str:
+    """Run-to-run noise and detectable changes (`pairbench noise`), if >= 2 repetitions."""
+    from pairbench.noise import NOISE_COLS, assumption_lines, noise_frame, noise_rows
+
+    if df["repetition"].nunique() < 2:
+        return ""
+    try:
+        res = noise_frame(df, Thresholds())
+    except UsageError as exc:
+        return f"<p>No noise estimate: {_e(exc)}</p>"
+    return ("<h2>Run-to-run noise and what compare can detect</h2>"
+            + _table(NOISE_COLS, noise_rows(res))
+            + "<ul>" + "".join(f"<li>{_e(s)}</li>" for s in assumption_lines(res)) + "</ul>")
 
 
 def build_report(run: Path, base: Path | None) -> str:
@@ -172,6 +191,7 @@ def build_report(run: Path, base: Path | None) -> str:
         body.append(f"<p class=\"bad\">Source: {_e(meta['source'])}</p>")
     body += ["<h2>Results (median over repetitions, aggregate rows)</h2>", data_html(df),
              "<h2>Worst pair</h2>", worst_pair_html(df)]
+    body.append(noise_html(df))
     if base_df is not None:
         body += ["<h2>Comparison with base</h2>", compare_html(base_df, df, str(base))]
     body += ["<h2>Plots</h2>", plots_html(runs),

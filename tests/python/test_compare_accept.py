@@ -12,7 +12,7 @@ from conftest import REPO, cli
 from pairbench.accept import load_spec
 from pairbench.compare import Thresholds, compare_frames, load_thresholds
 from pairbench.errors import UsageError
-from pairbench.schema import load_run
+from pairbench.schema import load_run, read_csv_text
 
 EXAMPLES = REPO / "examples"
 PUBLISHED = REPO / "results" / "published"
@@ -46,15 +46,29 @@ def test_improvement_is_not_a_regression(base_run: Path, slow_run: Path) -> None
     assert proc.returncode == 0 and "improvement" in proc.stdout
 
 
-def test_single_repetition_says_no_significance(tmp_path: Path, base_run: Path) -> None:
+def test_single_repetition_is_only_suspected(tmp_path: Path, base_run: Path) -> None:
+    """One repetition on a side can never prove a change: a 20 % worse latency is a
+    'suspected regression' (exit 0), and --strict makes that fail the gate (exit 1)."""
     df = load_run(base_run)
     one = df[df["repetition"] == 1]
     worse = one.copy()
     worse["lat_us_p50"] = worse["lat_us_p50"] * 1.2
     res = compare_frames(one, worse, Thresholds(), ["lat_us_p50"])
-    assert set(res["verdict"]) == {"regression"}
-    assert res["note"].str.contains("no significance can be claimed").all()
+    assert set(res["verdict"]) == {"suspected regression"}
+    assert res["evidence"].str.contains("insufficient repetitions").all()
     assert res["n_base"].max() == 1
+    raw = read_csv_text(base_run / "data.csv")
+    raw = raw[raw["repetition"] == "1"]
+    raw.to_csv(tmp_path / "one.csv", index=False)
+    lat = raw["lat_us_p50"] != ""
+    raw.loc[lat, "lat_us_p50"] = [f"{float(v) * 1.2:.6g}" for v in raw.loc[lat, "lat_us_p50"]]
+    raw.to_csv(tmp_path / "worse.csv", index=False)
+    args = ("compare", str(tmp_path / "one.csv"), str(tmp_path / "worse.csv"),
+            "--metrics", "lat_us_p50")
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no significance can be claimed" in proc.stdout
+    assert cli(*args, "--strict").returncode == 1
 
 
 def test_thresholds_from_toml_and_options(base_run: Path, slow_run: Path) -> None:
