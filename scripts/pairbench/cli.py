@@ -11,7 +11,7 @@ import importlib
 import sys
 
 from pairbench import __version__
-from pairbench.errors import UsageError
+from pairbench.errors import UsageError, one_line
 
 SUBCOMMANDS = {
     "sweep": ("sweep", "run_sweep", "run sizes x pairs x tests into a new run directory"),
@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line and exit 2 (its default is a usage dump)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {one_line(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -58,10 +58,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(ns)
     except UsageError as exc:
-        print(f"pairbench {ns.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(ns.command, str(exc), exc.exit_code)
     except KeyboardInterrupt:
         print("pairbench: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 1
+    # Last line of defence: whatever a command did not turn into a UsageError itself is
+    # still one line and exit 2, never a traceback.
+    except UnicodeDecodeError as exc:
+        return _fail(ns.command, f"input is not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(ns.command, f"{where}{exc.strerror or exc}")
+
+
+def _fail(command: str, message: str, code: int = 2) -> int:
+    print(f"pairbench {command}: error: {one_line(message)}", file=sys.stderr)
+    return code

@@ -24,6 +24,7 @@ import pandas as pd
 
 from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows, point_label, test_label
 from pairbench.errors import UsageError
+from pairbench.safeio import write_output
 from pairbench.schema import load_run
 from pairbench.sizes import size_label
 
@@ -351,10 +352,10 @@ def run_compare(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(res, summary))
     if ns.markdown:
-        Path(ns.markdown).write_text(render_markdown(res, summary, ns.base, ns.new))
+        write_output(ns.markdown, render_markdown(res, summary, ns.base, ns.new), "--markdown")
     if ns.json:
-        Path(ns.json).write_text(json.dumps(to_json(res, summary, ns.base, ns.new, th),
-                                            indent=2) + "\n")
+        write_output(ns.json, json.dumps(to_json(res, summary, ns.base, ns.new, th),
+                                         indent=2) + "\n", "--json")
     n_reg = int((res["verdict"] == "regression").sum())
     print(f"compare: {len(res)} comparisons, {n_reg} regression(s), "
           f"{int((res['verdict'] == 'improvement').sum())} improvement(s)", file=sys.stderr)

@@ -106,6 +106,7 @@ def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise UsageError(f"{where}: missing column(s) {', '.join(missing)}")
+    df = repair_truncated_rows(df, where)
     if df.empty:
         raise UsageError(f"{where}: no data rows")
     versions = set(df["schema_version"].str.strip())
@@ -150,7 +151,61 @@ def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
         out["repetition"] = 1
     if "run_id" not in out.columns:
         out["run_id"] = ""
+    check_values(out, where)
     return out
+
+
+# What identifies a row; two rows with the same identity are one measurement counted twice.
+ROW_IDENTITY = ("run_id", "repetition", "layer", "test", "variant", "msg_size_bytes", "pairs",
+                "pair_id")
+# Filled in on an error row made from a truncated one; every other cell is blanked.
+_KEEP_ON_TRUNCATED = frozenset({*ROW_IDENTITY, "schema_version", "host", "peer"})
+
+
+def repair_truncated_rows(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """A row whose status cell is empty was cut short (its point died while writing it).
+    It becomes an error row for its point when its identity survived, else it is dropped;
+    either way with one warning, so that one truncated row does not reject a whole run."""
+    import sys
+
+    df = df.fillna("")
+    cut = df["status"].str.strip() == ""
+    if not cut.any():
+        return df
+    pid = df["pair_id"].str.strip()
+    ok_id = (df["msg_size_bytes"].str.strip().str.fullmatch(r"\d+")
+             & df["pairs"].str.strip().str.fullmatch(r"\d+")
+             & (pid.eq("all") | pid.str.fullmatch(r"\d+"))
+             & (df["layer"].str.strip() != "") & (df["test"].str.strip() != ""))
+    fix, drop = cut & ok_id, cut & ~ok_id
+    out = df.copy()
+    blank = [c for c in out.columns if c not in _KEEP_ON_TRUNCATED]
+    out.loc[fix, blank] = ""
+    out.loc[fix, "status"] = "error"
+    out.loc[fix, "error"] = "truncated row: the point ended while writing it"
+    lines = ", ".join(str(int(i) + 2) for i in df.index[cut][:10])
+    print(f"pairbench: warning: {where}: {int(cut.sum())} truncated row(s) (empty status, "
+          f"line {lines}): {int(fix.sum())} read as error rows, {int(drop.sum())} dropped",
+          file=sys.stderr)
+    return out[~drop].reset_index(drop=True)
+
+
+def check_values(df: pd.DataFrame, where: str) -> None:
+    """Measurements are never negative, and no row is there twice (a duplicated row would
+    count as a repetition that never ran)."""
+    for col in sorted(FLOAT_COLUMNS & set(df.columns)):
+        neg = df[col] < 0
+        if neg.any():
+            i = int(neg.idxmax())
+            raise UsageError(f"{where}: negative value {df[col][i]:g} in column {col}, "
+                             f"line {i + 2}")
+    ident = [c for c in ROW_IDENTITY if c in df.columns]
+    dup = df.duplicated(subset=ident, keep="first")
+    if dup.any():
+        i = int(dup.idxmax())
+        first = int(df.index[(df[ident] == df.loc[i, ident]).all(axis=1)][0])
+        raise UsageError(f"{where}: line {i + 2} repeats line {first + 2} (same "
+                         f"{', '.join(ident)}): duplicated rows are not repetitions")
 
 
 def find_data_csv(run: Path) -> Path:
