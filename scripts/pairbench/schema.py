@@ -177,6 +177,8 @@ def repair_truncated_rows(df: pd.DataFrame, where: str) -> pd.DataFrame:
              & df["pairs"].str.strip().str.fullmatch(r"\d+")
              & (pid.eq("all") | pid.str.fullmatch(r"\d+"))
              & (df["layer"].str.strip() != "") & (df["test"].str.strip() != ""))
+    if "repetition" in df.columns:  # the driver's columns come last: a cut file loses them
+        ok_id &= df["repetition"].str.strip().str.fullmatch(r"\d+")
     fix, drop = cut & ok_id, cut & ~ok_id
     out = df.copy()
     blank = [c for c in out.columns if c not in _KEEP_ON_TRUNCATED]
@@ -223,7 +225,24 @@ def find_data_csv(run: Path) -> Path:
 def load_run(run: Path | str) -> pd.DataFrame:
     """Load and validate the data of a run directory (or a CSV file)."""
     csv = find_data_csv(Path(run))
-    return validate_frame(read_csv_text(csv), str(csv))
+    df = read_csv_text(csv)
+    if len(df) and "status" in df.columns and not ends_with_newline(csv):
+        # Cut in its last row (every writer ends rows with a newline): that row is truncated
+        # even when the cut fell after its status cell.
+        df.loc[df.index[-1], "status"] = ""
+    return validate_frame(df, str(csv))
+
+
+def ends_with_newline(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            if f.tell() == 0:
+                return True
+            f.seek(-1, 2)
+            return f.read(1) in (b"\n", b"\r")
+    except OSError:
+        return True
 
 
 def load_metadata(run: Path | str) -> dict:

@@ -395,7 +395,7 @@ def sweep_to_dir(ns: argparse.Namespace) -> tuple[int, Path]:
     atomic_write_json(run_dir / "metadata.json", meta)
     with StopSignals() as signals:
         if cfg.launcher == "softroce" and not ns.rig_inner:
-            return run_softroce(ns, cfg, points, run_dir, meta, root), run_dir
+            return run_softroce(ns, cfg, points, run_dir, meta, root, signals), run_dir
         data = execute(cfg, points, run_dir, run_id, meta, ns.fail_fast, not ns.no_progress,
                        signals)
         return finish(run_dir, data, meta), run_dir
@@ -457,7 +457,7 @@ def rig_reason(stderr: Path) -> str:
 
 
 def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], run_dir: Path,
-                 meta: dict, root: Path) -> int:
+                 meta: dict, root: Path, signals: StopSignals | None = None) -> int:
     """Boot the rig once and run the whole sweep inside it with the local launcher."""
     rig = str(Path(ns.launcher_cmd or root / "scripts" / "softroce-run").absolute())
     budget = ns.rig_timeout or (len(points) * (cfg.timeout_s + 15) + 600)
@@ -471,6 +471,8 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
     start = time.monotonic()
     rig_exit: int | None = None
     rig_error: str | None = None
+    signals = signals or StopSignals()
+    stopped: dict | None = None
     with open(run_dir / "raw" / "rig.stdout", "wb") as out:
         try:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE,
@@ -479,13 +481,18 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
             rig_error = f"cannot start the Soft-RoCE rig {rig}: {exc.strerror}"
         else:
             tee = _tee(proc.stderr, run_dir / "raw" / "rig.stderr")
-            try:
-                rig_exit = proc.wait(timeout=budget + 120)
-            except subprocess.TimeoutExpired:
-                from pairbench.run import _kill_group
+            from pairbench.run import _kill_group
 
+            try:
+                with signals.armed():
+                    rig_exit = proc.wait(timeout=budget + 120)
+            except subprocess.TimeoutExpired:
                 _kill_group(proc)
                 rig_error = f"Soft-RoCE rig timed out after {budget + 120:g} s (killed)"
+            except SweepInterrupted as exc:
+                _kill_group(proc)  # the rig's process group: the VM and the inner sweep
+                rig_error = f"interrupted by {exc} (Soft-RoCE rig killed)"
+                stopped = {"signal": str(exc), "point": "the Soft-RoCE rig", "at": now_iso()}
             tee.join(timeout=5)
     # The inner sweep wrote data.csv and metadata.json into run_dir (persisted by the rig).
     inner_meta: dict = {}
@@ -503,6 +510,8 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
         if (p.test, str(p.pairs), str(p.repetition)) not in have:
             data += error_rows(p, list(p.sizes), why, run_dir.name)
     meta = inner_meta if inner_meta.get("points") is not None else meta
+    if stopped:
+        meta["interrupted"] = stopped
     meta["config"] = asdict(cfg)
     meta["rig"] = {"argv": argv, "exit_code": rig_exit, "error": rig_error,
                    "elapsed_s": round(time.monotonic() - start, 1),
