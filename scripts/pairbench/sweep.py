@@ -9,7 +9,6 @@ nothing is overwritten.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -21,7 +20,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -219,26 +217,18 @@ def pinning_of(env_record: object) -> list | None:
     return None
 
 
-class SweepInterrupted(Exception):
-    """SIGINT, SIGTERM or SIGHUP arrived while a point was running."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
 class StopSignals:
     """SIGINT/SIGTERM/SIGHUP to the sweep (Ctrl-C, `kill PID`, timeout(1), a scheduler, a
-    closed terminal): the first one is recorded; while a point runs it also raises
-    SweepInterrupted in the main thread, so that run_point's cleanup kills the point's whole
-    process group (its processes live in their own session and never see the signal).
+    closed terminal): the first one is recorded and nothing else happens in the handler; the
+    running point's wait loop sees it within run.POLL_S and kills the point's process group
+    (its processes live in their own session and never see the signal). Raising from the
+    handler instead could land inside subprocess's own locking and deadlock the clean-up.
     Further signals are ignored until the sweep has written its record and exits."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.received: int | None = None
-        self._armed = False
         self._old: dict[int, object] = {}
 
     def __enter__(self) -> StopSignals:
@@ -251,23 +241,15 @@ class StopSignals:
             signal.signal(s, h)  # type: ignore[arg-type]
 
     def _handle(self, signum: int, _frame: object) -> None:
-        if self.received is not None:
-            return
-        self.received = signum
-        if self._armed:
-            self._armed = False
-            raise SweepInterrupted(signum)
+        if self.received is None:
+            self.received = signum
 
-    @contextlib.contextmanager
-    def armed(self) -> Iterator[None]:
-        """The block in which a signal interrupts at once (a point running)."""
-        if self.received is not None:
-            raise SweepInterrupted(self.received)
-        self._armed = True
-        try:
-            yield
-        finally:
-            self._armed = False
+    def stopped(self) -> bool:
+        return self.received is not None
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.received).name if self.received is not None else ""
 
 
 def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, meta: dict,
@@ -292,17 +274,18 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
                 prog.finished(label, "not run", 0.0)
                 continue
             prog.starting(label)
-            try:
-                with signals.armed():
-                    res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)))
-            except SweepInterrupted as exc:
-                why = (f"interrupted by {exc} while this point ran (process group killed)")
+            res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)),
+                            stop=signals.stopped)
+            if res.interrupted and signals.received is not None:
+                why = (f"interrupted by {signals.name} while this point ran (process group "
+                       "killed)")
                 data += error_rows(p, list(p.sizes), why, run_id)
-                meta["points"].append({"name": p.name, "status": "interrupted", "reason": why})
-                stop_reason = interrupt(meta, exc.signum, p.name)
+                meta["points"].append({"name": p.name, "status": "interrupted", "reason": why,
+                                       "elapsed_s": round(res.elapsed_s, 3)})
+                stop_reason = interrupt(meta, signals.received, p.name)
                 atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
                 atomic_write_json(run_dir / "metadata.json", meta)
-                prog.finished(label, f"interrupted by {exc}", 0.0)
+                prog.finished(label, f"interrupted by {signals.name}", res.elapsed_s)
                 continue
             reason = failure_reason(res, run_dir)
             rows = collect_point(res, run_dir, run_id)
@@ -481,18 +464,21 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
             rig_error = f"cannot start the Soft-RoCE rig {rig}: {exc.strerror}"
         else:
             tee = _tee(proc.stderr, run_dir / "raw" / "rig.stderr")
-            from pairbench.run import _kill_group
+            from pairbench.run import POLL_S, _kill_group
 
-            try:
-                with signals.armed():
-                    rig_exit = proc.wait(timeout=budget + 120)
-            except subprocess.TimeoutExpired:
+            end = time.monotonic() + budget + 120
+            while proc.poll() is None and time.monotonic() < end and not signals.stopped():
+                time.sleep(POLL_S)
+            if signals.stopped():
+                _kill_group(proc)  # the rig's process group: the VM and the inner sweep
+                rig_error = f"interrupted by {signals.name} (Soft-RoCE rig killed)"
+                stopped = {"signal": signals.name, "point": "the Soft-RoCE rig",
+                           "at": now_iso()}
+            elif proc.poll() is None:
                 _kill_group(proc)
                 rig_error = f"Soft-RoCE rig timed out after {budget + 120:g} s (killed)"
-            except SweepInterrupted as exc:
-                _kill_group(proc)  # the rig's process group: the VM and the inner sweep
-                rig_error = f"interrupted by {exc} (Soft-RoCE rig killed)"
-                stopped = {"signal": str(exc), "point": "the Soft-RoCE rig", "at": now_iso()}
+            else:
+                rig_exit = proc.returncode
             tee.join(timeout=5)
     # The inner sweep wrote data.csv and metadata.json into run_dir (persisted by the rig).
     inner_meta: dict = {}
