@@ -103,6 +103,8 @@ def config_from_args(ns: argparse.Namespace, run_dir: Path, root: Path) -> Sweep
         if val is not None and val < 0:
             raise UsageError(f"{name} must be >= 0")
     check_numbers(ns)
+    if ns.pin_list is not None and ns.pin != "list":
+        raise UsageError("--pin-list is used only with --pin list (add --pin list)")
     sizes = tuple(parse_sizes(ns.sizes))
     if sizes[0] < 1 or sizes[-1] > MAX_SIZE_BYTES:
         bad = sizes[0] if sizes[0] < 1 else sizes[-1]

@@ -326,6 +326,7 @@ def test_results_dir_read_only(read_only_dir: Path) -> None:
     (["--sizes", "8,2G"], "out of range"),
     (["--pairs", "100000"], "at most 256 pairs"),
     (["--duration", "nan"], "--duration nan"),
+    (["--pin-list", "0,1"], "--pin-list is used only with --pin list"),
 ])
 def test_bad_numbers_are_refused_before_anything_starts(args: list[str], needle: str,
                                                         tmp_path: Path) -> None:
