@@ -101,7 +101,7 @@ class Job:
     """One mpirun job; the marker (a path in a fresh temp dir) finds its processes."""
 
     def __init__(self, a, np_: int, args: list, mpirun_opts: list | None = None,
-                 argv=None):
+                 argv=None) -> None:
         """args: pairbench-mpi's options (@OUT@ = the marker path); argv(marker): a whole
         command line instead."""
         self.dir = tempfile.mkdtemp(prefix="pb-mpi-fault-")
@@ -265,19 +265,20 @@ def case_signals(a) -> None:
 
 
 def case_output(a) -> None:
+    # @OUT@ in every argv: the marker that finds what is left of the job.
     base = ["--test", "latency", "-s", "8,64,1K", "-n", "2000", "--timeout", "60", "-q"]
-    job = Job(a, 2, base + ["-o", "/dev/full"])
+    job = Job(a, 2, base + ["-o", "/dev/full", "--env-json", "@OUT@"])
     # Well before --timeout 60: the write error itself ends the job, not the watchdog.
     job.expect("-o /dev/full", 1, "rank 0: writing the rows to /dev/full failed: No space left "
                "on device", 60 - 15)
-    job = Job(a, 2, base + ["-o", "/nonexistent-dir/x.csv"])
+    job = Job(a, 2, base + ["-o", "/nonexistent-dir/x.csv", "--env-json", "@OUT@"])
     job.expect("unopenable -o", 2, "--output /nonexistent-dir/x.csv: No such file", MARGIN_S)
     job = Job(a, 2, base + ["-o", "@OUT@", "--env-json", "/nonexistent-dir/e.json"])
     job.expect("unopenable --env-json", 2, "--env-json /nonexistent-dir/e.json", MARGIN_S)
     with tempfile.TemporaryDirectory(prefix="pb-mpi-fifo-") as d:
         fifo = os.path.join(d, "fifo")
         os.mkfifo(fifo)
-        job = Job(a, 2, base + ["-o", fifo])
+        job = Job(a, 2, base + ["-o", fifo, "--env-json", "@OUT@"])
         job.expect("-o FIFO without a reader", 2, "a FIFO (or device) with no reader", MARGIN_S)
     # A closed stdout: run as a singleton (under mpirun stdout belongs to mpirun, which
     # forwards it; the ranks cannot see its stdout closed: pass -o FILE there).
