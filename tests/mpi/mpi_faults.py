@@ -17,6 +17,7 @@ their argv), no System V segment whose creator is gone (ipcs -m).
 Python standard library only.  Exit 0 = pass, 1 = fail, 77 = cannot run here.
 """
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -123,21 +124,17 @@ class Job:
             _, self.err = self.proc.communicate(timeout=bound_s)
         except subprocess.TimeoutExpired:
             self.kill_all()
-            raise Fail(f"{what}: the job did not end within {bound_s:.0f} s")
+            raise Fail(f"{what}: the job did not end within {bound_s:.0f} s") from None
         self.took = time.monotonic() - self.t0
         sys.stderr.write(self.err[-2500:])
         return self.proc.returncode
 
     def kill_all(self) -> None:
         for pid, _a0, _r in with_marker(self.marker):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         self.proc.wait()
 
     def check_clean(self, what: str) -> None:
@@ -192,10 +189,10 @@ def case_startup(a) -> None:
         def argv(marker: str, sig: str = sig) -> list:
             # Two app contexts: rank 1 is a shell that stops (or kills) itself before it
             # would exec pairbench-mpi, i.e. before its MPI_Init.
-            full = args + ["-o", marker]
+            full = [*args, "-o", marker]
             victim = f"kill -{sig} $$; exec {a.bin} " + " ".join(full)
-            return (["mpirun", "--oversubscribe", "-np", "1", a.bin] + full
-                    + [":", "-np", "1", "sh", "-c", victim, marker])
+            return ["mpirun", "--oversubscribe", "-np", "1", a.bin, *full,
+                    ":", "-np", "1", "sh", "-c", victim, marker]
         job = Job(a, 2, [], argv=argv)
         if how == "stopped":
             job.expect(f"rank 1 {how} before MPI_Init", 1,
@@ -267,18 +264,18 @@ def case_signals(a) -> None:
 def case_output(a) -> None:
     # @OUT@ in every argv: the marker that finds what is left of the job.
     base = ["--test", "latency", "-s", "8,64,1K", "-n", "2000", "--timeout", "60", "-q"]
-    job = Job(a, 2, base + ["-o", "/dev/full", "--env-json", "@OUT@"])
+    job = Job(a, 2, [*base, "-o", "/dev/full", "--env-json", "@OUT@"])
     # Well before --timeout 60: the write error itself ends the job, not the watchdog.
     job.expect("-o /dev/full", 1, "rank 0: writing the rows to /dev/full failed: No space left "
                "on device", 60 - 15)
-    job = Job(a, 2, base + ["-o", "/nonexistent-dir/x.csv", "--env-json", "@OUT@"])
+    job = Job(a, 2, [*base, "-o", "/nonexistent-dir/x.csv", "--env-json", "@OUT@"])
     job.expect("unopenable -o", 2, "--output /nonexistent-dir/x.csv: No such file", MARGIN_S)
-    job = Job(a, 2, base + ["-o", "@OUT@", "--env-json", "/nonexistent-dir/e.json"])
+    job = Job(a, 2, [*base, "-o", "@OUT@", "--env-json", "/nonexistent-dir/e.json"])
     job.expect("unopenable --env-json", 2, "--env-json /nonexistent-dir/e.json", MARGIN_S)
     with tempfile.TemporaryDirectory(prefix="pb-mpi-fifo-") as d:
         fifo = os.path.join(d, "fifo")
         os.mkfifo(fifo)
-        job = Job(a, 2, base + ["-o", fifo, "--env-json", "@OUT@"])
+        job = Job(a, 2, [*base, "-o", fifo, "--env-json", "@OUT@"])
         job.expect("-o FIFO without a reader", 2, "a FIFO (or device) with no reader", MARGIN_S)
     # A closed stdout: run as a singleton (under mpirun stdout belongs to mpirun, which
     # forwards it; the ranks cannot see its stdout closed: pass -o FILE there).
@@ -291,15 +288,15 @@ def case_output(a) -> None:
 
 def case_options(a) -> None:
     base = ["--test", "latency", "-s", "8", "-n", "10", "-q", "-o", "@OUT@"]
-    job = Job(a, 2, base + ["--pin", "list", "--pin-list", "0,4095"], ["--bind-to", "core"])
+    job = Job(a, 2, [*base, "--pin", "list", "--pin-list", "0,4095"], ["--bind-to", "core"])
     job.expect("--pin-list of a PU that does not exist, ranks bound by mpirun", 2,
                "PU 4095 in --pin-list does not exist", MARGIN_S)
-    job = Job(a, 2, base + ["--pin", "list", "--pin-list", "x" * 10240], ["--bind-to", "core"])
+    job = Job(a, 2, [*base, "--pin", "list", "--pin-list", "x" * 10240], ["--bind-to", "core"])
     job.expect("--pin-list 10 KB of garbage", 2, None, MARGIN_S)
-    job = Job(a, 2, base + ["--pin-list", "0,1"])
+    job = Job(a, 2, [*base, "--pin-list", "0,1"])
     job.expect("--pin-list without --pin list", 2, "--pin-list is used only with --pin list",
                MARGIN_S)
-    job = Job(a, 2, base + ["--pairs", "300"])
+    job = Job(a, 2, [*base, "--pairs", "300"])
     job.expect("--pairs above the limit", 2, "(accepted: 1..256)", MARGIN_S)
 
 
