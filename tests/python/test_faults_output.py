@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 from faultlib import read_only_directory, stderr_lines, temp_files
 
-from conftest import REPO, assert_clean_error, cli
+from conftest import REPO, SCRIPTS, assert_clean_error, cli
 
 SPEC = REPO / "examples" / "accept-spec.toml"
 # Generous: the bound proves "no hang", it is not a benchmark.
@@ -212,3 +214,29 @@ def test_messages_stay_one_line_with_a_huge_value(tmp_path: Path) -> None:
                "--results-dir", str(tmp_path))
     assert_clean_error(proc, "bad message size")
     assert len(stderr_lines(proc.stderr)[0]) < 500
+
+
+def _run_with_stdout(args: list[str], stdout_spec: str) -> subprocess.CompletedProcess:
+    """Run the CLI with stdout on /dev/full ('full') or closed ('closed')."""
+    env = dict(os.environ, PYTHONPATH=str(SCRIPTS))
+    argv = [sys.executable, "-m", "pairbench", *args]
+    if stdout_spec == "closed":
+        return subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *argv], env=env,
+                              stderr=subprocess.PIPE, text=True, timeout=PROMPT_S, check=False)
+    with open("/dev/full", "w") as full:
+        return subprocess.run(argv, env=env, stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=PROMPT_S, check=False)
+
+
+@pytest.mark.parametrize("stdout_spec,needle", [
+    ("full", "writing to stdout failed: No space left on device"),
+    ("closed", "stdout is closed"),
+])
+@pytest.mark.parametrize("cmd", ["compare", "accept"])
+def test_stdout_full_or_closed(cmd: str, stdout_spec: str, needle: str,
+                               base_run: Path) -> None:
+    args = (["compare", str(base_run), str(base_run)] if cmd == "compare"
+            else ["accept", str(base_run), "--spec", str(SPEC)])
+    proc = _run_with_stdout(args, stdout_spec)
+    proc.stdout = ""
+    assert_clean_error(proc, needle)
