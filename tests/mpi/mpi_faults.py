@@ -6,9 +6,10 @@ a benchmark) and that nothing is left: no rank or mpirun process (found by a mar
 their argv), no System V segment whose creator is gone (ipcs -m).
 
   startup    a rank stopped (SIGSTOP) or killed before MPI_Init: the job ends by --timeout
-  shm        a rank killed or stopped right after the node leader's shmget (before every
-             rank attached), and the leader itself killed there: no segment left, and every
-             segment is marked for removal as soon as it exists
+  shm        a rank held by gdb exactly inside shm_sync_attach (after the leader's shmget,
+             before it attached), then killed or kept past --timeout; a rank killed or
+             stopped as soon as the segment appears, and the leader itself killed there: no
+             segment left, and the segment is marked for removal before the last attach
   signals    SIGTERM / SIGINT / SIGHUP to mpirun during the timed block
   output     -o /dev/full, a closed stdout, an unopenable -o / --env-json, a FIFO
   options    an invalid --pin-list while mpirun binds the ranks, --pin-list without
@@ -300,7 +301,79 @@ def case_options(a) -> None:
     job.expect("--pairs above the limit", 2, "(accepted: 1..256)", MARGIN_S)
 
 
-CASES = {"startup": case_startup, "shm": case_shm, "signals": case_signals,
+GDB_HOLD = """set pagination off
+handle SIGSTOP nostop noprint nopass
+break shm_sync_attach
+commands 1
+shell touch {flag}
+shell sleep {hold}
+end
+continue
+"""
+
+
+def case_shm_window(a) -> None:
+    """The exact window, forced: gdb attaches to the last rank during MPI_Init and holds it at
+    the entry of shm_sync_attach, i.e. after the node leader's shmget and the broadcast of the
+    id, before this rank attached.  Then the rank is killed (a crashed rank), or held until
+    the leader's watchdog ends the job (a rank slow to join)."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        print("note: gdb not installed: the shm window is not forced (apt-get install gdb)")
+        return
+    deadline, np_ = 4.0, 4
+    for how in ("killed", "held past --timeout"):
+        job = Job(a, np_, ["--test", "latency", "-s", "8", "-D", "5", "-w", "0", "--pairs",
+                           str(np_ // 2), "--allow-oversubscribe", "--timeout", str(deadline),
+                           "-q", "-o", "@OUT@"])
+        victim = wait_ranks(job, np_)[np_ - 1]
+        flag = os.path.join(job.dir, "at-attach")
+        script = os.path.join(job.dir, "gdb.cmd")
+        with open(script, "w") as f:
+            f.write(GDB_HOLD.format(flag=flag, hold=int(deadline + MARGIN_S)))
+        g = subprocess.Popen([gdb, "-p", str(victim), "-batch", "-x", script],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            end = time.monotonic() + 60
+            while not os.path.exists(flag) and time.monotonic() < end and job.proc.poll() is None:
+                time.sleep(0.02)
+            if not os.path.exists(flag):
+                job.kill_all()
+                print(f"note: rank {np_ - 1} passed shm_sync_attach before gdb was ready; "
+                      "window not forced this time")
+                continue
+            seg = shm_of(ranks(job.marker, job.bin), job.shm_before)
+            if seg is None or seg[2] >= np_:
+                job.kill_all()
+                raise Fail(f"held at shm_sync_attach but the segment is {seg}")
+            shmid, mode, nattch = seg
+            if not mode & SHM_DEST:
+                job.kill_all()
+                raise Fail(f"segment {shmid} not marked for removal while rank {np_ - 1} "
+                           f"had not attached (nattch {nattch} of {np_}): it could leak")
+            if how == "killed":
+                os.kill(victim, signal.SIGKILL)
+                job.expect(f"rank {np_ - 1} killed inside shm_sync_attach (nattch {nattch} of "
+                           f"{np_}, segment already marked for removal)", tuple(range(1, 256)),
+                           None, MARGIN_S)
+            else:
+                job.expect(f"rank {np_ - 1} held inside shm_sync_attach past --timeout "
+                           f"(nattch {nattch} of {np_})", 1, "did not finish within --timeout",
+                           deadline + MARGIN_S)
+        finally:
+            if g.poll() is None:
+                g.kill()
+            g.wait()
+            if alive(victim):
+                os.kill(victim, signal.SIGKILL)
+
+
+def case_shm_all(a) -> None:
+    case_shm_window(a)
+    case_shm(a)
+
+
+CASES = {"startup": case_startup, "shm": case_shm_all, "signals": case_signals,
          "output": case_output, "options": case_options}
 
 
