@@ -138,11 +138,10 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 		snprintf(err, len, "--pin-list is used only with --pin list (add --pin list)");
 	else if (p->c.pin == PB_PIN_OPT_LIST && !p->c.pin_list)
 		snprintf(err, len, "--pin list needs --pin-list (e.g. --pin-list 0,2)");
-	else if (p->c.pin == PB_PIN_OPT_LIST &&
-		 pb_pin_parse_list(p->c.pin_list, list, PB_PIN_MAX, err, len) < 0)
-		; /* err says why */
-	else
+	else if (p->c.pin != PB_PIN_OPT_LIST ||
+		 pb_pin_parse_list(p->c.pin_list, list, PB_PIN_MAX, err, len) >= 0)
 		return 0;
+	/* (a bad --pin-list: pb_pin_parse_list wrote err) */
 	return -EINVAL;
 }
 
