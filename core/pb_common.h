@@ -17,6 +17,10 @@ enum pb_pin_policy_opt { PB_PIN_OPT_NEAR_DEVICE, PB_PIN_OPT_COMPACT, PB_PIN_OPT_
 
 extern const char *const pb_pin_policy_names[];
 
+/* Most pairs of one run, every layer (verbs: 2 workers per pair on one node;
+ * the driver checks the same limit before it starts anything). */
+#define PB_MAX_PAIRS 256
+
 struct pb_common_params {
 	const char *test;
 	struct pb_u64_list sizes;
@@ -47,7 +51,7 @@ struct pb_common_params {
 	  "untimed warm-up iterations per size" },                                                 \
 	{ "duration", 'D', PB_OPT_DOUBLE, offsetof(type, m.duration_s), "0", 0, 86400, NULL, "SEC", \
 	  "run each size for SEC seconds instead of -n (0 = use -n); latency via histogram" },     \
-	{ "pairs", 0, PB_OPT_U64, offsetof(type, m.pairs), "1", 1, 512, NULL, "N",                 \
+	{ "pairs", 0, PB_OPT_U64, offsetof(type, m.pairs), "1", 1, PB_MAX_PAIRS, NULL, "N",        \
 	  "pairs running at once" },                                                               \
 	{ "pin", 0, PB_OPT_CHOICE, offsetof(type, m.pin), "near-device", 0, 0, pb_pin_policy_names, \
 	  "POLICY", "process placement" },                                                         \

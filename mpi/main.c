@@ -11,6 +11,7 @@
 
 #include "pb_csv.h"
 #include "pb_log.h"
+#include "pb_pin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,22 +112,12 @@ static const struct pb_test_ops mp_guard_ops = {
 	.finish = mp_guard_finish,
 };
 
-/* Parse on every rank; only rank 0 prints the error line. */
-static int mp_parse(int rank, int argc, char **argv, struct mp_params *p, struct pb_opts_result *res)
-{
-	char msg[768];
-	int rc = pb_opts_parse_msg(mp_opts, MP_N_OPTS, argc, argv, p, res, msg, sizeof(msg));
-
-	if (rc && rank == 0)
-		pb_log_error("%s", msg);
-	return rc;
-}
-
 /* Checks that need the test: one message, rank 0. Returns 0 or -EINVAL. */
 static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 		       const struct pb_opts_result *res, char *err, size_t len)
 {
 	bool sizes_given = pb_opts_given(mp_opts, MP_N_OPTS, res, "sizes");
+	unsigned list[PB_PIN_MAX];
 
 	if (p->halo_neighbours != 4 && p->halo_neighbours != 8)
 		snprintf(err, len, "invalid value for --halo-neighbours: %llu (accepted: 4 or 8)",
@@ -143,9 +134,75 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 	else if (p->root_rotate && (t->kind != MP_KIND_ALL || !strcmp(t->name, "halo")))
 		snprintf(err, len, "--root-rotate applies to rooted collectives, not --test %s",
 			 t->name);
-	else
+	else if (p->c.pin_list && p->c.pin != PB_PIN_OPT_LIST)
+		snprintf(err, len, "--pin-list is used only with --pin list (add --pin list)");
+	else if (p->c.pin == PB_PIN_OPT_LIST && !p->c.pin_list)
+		snprintf(err, len, "--pin list needs --pin-list (e.g. --pin-list 0,2)");
+	else if (p->c.pin != PB_PIN_OPT_LIST ||
+		 pb_pin_parse_list(p->c.pin_list, list, PB_PIN_MAX, err, len) >= 0)
 		return 0;
+	/* (a bad --pin-list: pb_pin_parse_list wrote err) */
 	return -EINVAL;
+}
+
+/*
+ * Rank 0 opens --output and --env-json before anything runs, so a bad path
+ * is a usage error (exit 2) at once, not a failure after the run.  Opened
+ * non-blocking: a FIFO without a reader fails (ENXIO) instead of blocking
+ * for ever; then switched back to blocking writes.
+ */
+static int mp_open_out(const char *opt, const char *path, FILE **out)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+	int rc;
+
+	if (fd < 0) {
+		rc = -errno;
+		pb_log_error("%s %s: %s", opt, path,
+			     rc == -ENXIO ? "a FIFO (or device) with no reader" : strerror(-rc));
+		return rc == -ENOMEM ? rc : -EINVAL;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	*out = fdopen(fd, "w");
+	if (!*out) {
+		rc = -errno;
+		pb_log_error("%s %s: fdopen: %s", opt, path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	/* Rows reach the file as they are made: a failing write is seen at once. */
+	setvbuf(*out, NULL, _IOLBF, 0);
+	return 0;
+}
+
+static int mp_open_outputs(struct mp_ctx *ctx, FILE **csv)
+{
+	int rc = 0;
+
+	if (ctx->rank == 0 && ctx->p->c.output)
+		rc = mp_open_out("--output", ctx->p->c.output, csv);
+	if (!rc && ctx->rank == 0 && ctx->p->c.env_json)
+		rc = mp_open_out("--env-json", ctx->p->c.env_json, &ctx->env_json);
+	if (ctx->rank == 0 && !ctx->p->c.output)
+		setvbuf(stdout, NULL, _IOLBF, 0);
+	return mp_agree(ctx, rc, "");
+}
+
+/*
+ * Rank 0 could not write the rows (disk full, closed stdout, ...).  The other
+ * ranks are blocked in the next point's MPI calls and cannot be told: end
+ * the job now with one line naming the write, rather than leave them to the
+ * watchdog, which would blame a peer.  (The node's shm segment is already
+ * marked for removal: nothing is left behind.)
+ */
+static void mp_write_failed(const struct mp_ctx *ctx, int err)
+{
+	pb_log_error("rank 0: writing the rows to %s failed: %s; ending the job",
+		     ctx->p->c.output ? ctx->p->c.output : "stdout",
+		     err ? strerror(err) : "I/O error");
+	/* As the watchdog does: mpirun ends the job when a rank exits before
+	 * MPI_Finalize (MPI_Abort would add Open MPI's own error banners). */
+	_exit(PB_EXIT_RUNTIME);
 }
 
 static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv)
@@ -156,7 +213,9 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 	FILE *csv = NULL;
 	int rc;
 
-	rc = mp_world_setup(ctx, t);
+	rc = mp_open_outputs(ctx, &csv);
+	if (!rc)
+		rc = mp_world_setup(ctx, t);
 	if (!rc)
 		rc = mp_world_report(ctx, t, argc, argv);
 	if (!rc) {
@@ -165,13 +224,6 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 			rc = t->create(ctx, t, &tctx);
 		rc = mp_agree(ctx, rc, rc ? "cannot allocate the test's buffers" : "");
 	}
-	if (!rc && ctx->rank == 0 && ctx->p->c.output) {
-		csv = fopen(ctx->p->c.output, "w");
-		if (!csv)
-			pb_log_error("--output %s: %s", ctx->p->c.output, strerror(errno));
-	}
-	if (!rc)
-		rc = mp_agree(ctx, ctx->rank == 0 && ctx->p->c.output && !csv ? -EIO : 0, "");
 	if (!rc) {
 		bool barrier = !strcmp(t->name, "barrier");
 		struct pb_engine_params ep = {
@@ -198,19 +250,40 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 
 		if (!strcmp(t->name, "loaded_lat") && ctx->pairs < 2 && ctx->rank == 0)
 			pb_log_warn("loaded_lat with 1 pair has no load: the row is flagged no_load");
+		errno = 0;
 		rc = pb_engine_run(&ep, &role, &mp_meet_ops, meet, &mp_guard_ops, &g, &sink);
+		if (sink.csv && ferror(sink.csv))
+			mp_write_failed(ctx, errno);
 		mp_watchdog_arm(ctx->wd, "the final barrier", ctx->timeout_ns);
 		rc = mp_agree(ctx, rc, "");
 	}
-	if (csv && fclose(csv) && !rc) {
-		pb_log_error("--output %s: %s", ctx->p->c.output, strerror(errno));
-		rc = -EIO;
+	if (ctx->rank == 0 && (csv ? ferror(csv) | fclose(csv) : fflush(stdout) | ferror(stdout))) {
+		pb_log_error("rank 0: writing the rows to %s failed: %s",
+			     ctx->p->c.output ? ctx->p->c.output : "stdout", strerror(errno));
+		rc = rc ? rc : -EIO;
 	}
+	if (ctx->env_json)
+		fclose(ctx->env_json);
 	if (tctx)
 		t->destroy(tctx);
 	mp_meet_destroy(meet);
 	mp_world_teardown(ctx);
 	return rc;
+}
+
+/* World rank from the launcher's environment, before MPI_Init can tell; -1 if unknown. */
+static int mp_env_rank(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+					    "SLURM_PROCID" };
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+
+		if (v && *v)
+			return atoi(v);
+	}
+	return -1;
 }
 
 int main(int argc, char **argv)
@@ -219,13 +292,24 @@ int main(int argc, char **argv)
 	struct pb_opts_result res;
 	struct mp_ctx ctx = { .p = &p, .node_comm = MPI_COMM_NULL };
 	const struct mp_test *t = NULL;
-	char err[256] = "";
-	int rc;
+	char err[768] = "";
+	int rc, wrc;
 
+	/*
+	 * Parse before MPI_Init (messages wait until the rank is known) so that
+	 * --timeout bounds MPI_Init too: a peer stopped or killed during start-up
+	 * must not hold this rank there for ever.
+	 */
+	rc = pb_opts_parse_msg(mp_opts, MP_N_OPTS, argc, argv, &p, &res, err, sizeof(err));
+	wrc = mp_watchdog_start(&ctx.wd, mp_env_rank());
+	if (!wrc)
+		mp_watchdog_arm(ctx.wd, "MPI_Init (start-up of the job)",
+				(uint64_t)((rc ? 60.0 : p.c.timeout_s) * 1e9));
 	MPI_Init(&argc, &argv);
+	mp_watchdog_disarm(ctx.wd);
 	MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
-	rc = mp_parse(ctx.rank, argc, argv, &p, &res);
+	mp_watchdog_set_rank(ctx.wd, ctx.rank);
 	if (!rc && !p.c.help && !p.c.print_schema && !p.c.list_tests) {
 		t = mp_test_find(p.c.test);
 		if (!t) {
@@ -234,12 +318,13 @@ int main(int argc, char **argv)
 		} else {
 			rc = mp_validate(&p, t, &res, err, sizeof(err));
 		}
-		if (rc && ctx.rank == 0)
-			pb_log_error("%s", err);
 	}
-	if (rc) {
+	if (rc && ctx.rank == 0)
+		pb_log_error("%s", err);
+	if (rc || wrc) {
+		mp_watchdog_stop(ctx.wd);
 		MPI_Finalize();
-		return PB_EXIT_USAGE;
+		return rc ? PB_EXIT_USAGE : pb_exit_code(wrc);
 	}
 	if (p.c.help || p.c.print_schema || p.c.list_tests) {
 		if (ctx.rank == 0 && p.c.help)
@@ -248,16 +333,14 @@ int main(int argc, char **argv)
 			pb_schema_print(stdout);
 		else if (ctx.rank == 0)
 			mp_test_list(stdout);
+		mp_watchdog_stop(ctx.wd);
 		MPI_Finalize();
 		return PB_EXIT_OK;
 	}
 	ctx.pairs_given = pb_opts_given(mp_opts, MP_N_OPTS, &res, "pairs");
-	rc = mp_watchdog_start(&ctx.wd, ctx.rank);
-	if (!rc) {
-		mp_watchdog_arm(ctx.wd, "the start-up", (uint64_t)(p.c.timeout_s * 1e9));
-		rc = mp_run(&ctx, t, argc, argv);
-		mp_watchdog_stop(ctx.wd);
-	}
+	mp_watchdog_arm(ctx.wd, "the start-up", (uint64_t)(p.c.timeout_s * 1e9));
+	rc = mp_run(&ctx, t, argc, argv);
+	mp_watchdog_stop(ctx.wd);
 	MPI_Finalize();
 	return pb_exit_code(rc);
 }

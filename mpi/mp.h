@@ -70,6 +70,7 @@ struct mp_ctx {
 	double clock_offset_err_ns;  /* largest half round trip of the offset estimates */
 	bool cross_node;             /* the job spans more than one node */
 	bool pairs_given;            /* --pairs was on the command line */
+	FILE *env_json;              /* rank 0: --env-json, opened before the run; NULL = none */
 };
 
 /* A test: name, kind, one-line summary and how to build its ops. */
@@ -129,6 +130,8 @@ extern const struct pb_meet_ops mp_meet_ops;
  * phase and exits the process with status 1; mpirun then ends the job.
  */
 int mp_watchdog_start(struct mp_watchdog **out, int rank);
+/* The world rank, once MPI_Init told it (start with -1 before). */
+void mp_watchdog_set_rank(struct mp_watchdog *wd, int rank);
 /* (Re)arm: the phase must end within ns from now. phase must be a literal. */
 void mp_watchdog_arm(struct mp_watchdog *wd, const char *phase, uint64_t ns);
 void mp_watchdog_disarm(struct mp_watchdog *wd);

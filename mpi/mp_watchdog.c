@@ -8,6 +8,10 @@
  * loop is untouched.  On expiry it prints one line and _exit(1)s: calling
  * MPI from this thread is not allowed at MPI_THREAD_SINGLE, and Open MPI's
  * mpirun ends the whole job when a rank exits before MPI_Finalize.
+ * It is started before MPI_Init, so that a peer stopped or lost during
+ * start-up cannot hold this rank in MPI_Init past --timeout either; the
+ * world rank is then not known yet and comes from the launcher's
+ * environment when it says.
  */
 #define _GNU_SOURCE
 #include "mp.h"
@@ -17,6 +21,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,7 +35,7 @@ struct mp_watchdog {
 	uint64_t armed_for_ns;
 	const char *phase;
 	bool stop;
-	int rank;
+	int rank;                /* -1 = not known yet */
 };
 
 static uint64_t mp_mono_ns(void)
@@ -50,8 +55,12 @@ static void *mp_watchdog_main(void *arg)
 		uint64_t now = mp_mono_ns();
 
 		if (wd->deadline_ns && now >= wd->deadline_ns) {
-			pb_log_error("rank %d: %s did not finish within --timeout %.1f s (a peer rank may have died or hung); ending the job",
-				     wd->rank, wd->phase, (double)wd->armed_for_ns / 1e9);
+			char who[32] = "this rank";
+
+			if (wd->rank >= 0)
+				snprintf(who, sizeof(who), "rank %d", wd->rank);
+			pb_log_error("%s: %s did not finish within --timeout %.1f s (a peer rank may have died or hung); ending the job",
+				     who, wd->phase, (double)wd->armed_for_ns / 1e9);
 			_exit(PB_EXIT_RUNTIME);
 		}
 		uint64_t until = wd->deadline_ns ? wd->deadline_ns : now + 3600ull * 1000000000ull;
@@ -87,6 +96,15 @@ int mp_watchdog_start(struct mp_watchdog **out, int rank)
 	}
 	*out = wd;
 	return 0;
+}
+
+void mp_watchdog_set_rank(struct mp_watchdog *wd, int rank)
+{
+	if (!wd)
+		return;
+	pthread_mutex_lock(&wd->lock);
+	wd->rank = rank;
+	pthread_mutex_unlock(&wd->lock);
 }
 
 void mp_watchdog_arm(struct mp_watchdog *wd, const char *phase, uint64_t ns)

@@ -152,13 +152,21 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 	return 0;
 }
 
-/* Node leader creates the segment, broadcasts its id; everyone attaches and joins. */
+/*
+ * Node leader creates the segment, broadcasts its id; everyone attaches and
+ * joins.  The leader marks it IPC_RMID at once, before anyone else attached:
+ * Linux lets processes attach a segment marked for removal by id while it is
+ * still attached somewhere (the leader holds it until teardown), and the
+ * kernel frees it when the last process detaches or dies.  So no exit path
+ * (Ctrl-C, a crashed rank, the watchdog, kill -9 of the leader) can leave it
+ * behind, not even between the shmget and the last attach.
+ */
 static int mp_world_shm(struct mp_ctx *ctx, char *err, size_t errlen)
 {
 	int id = -1, rc = 0;
 
 	if (ctx->node_rank == 0) {
-		rc = shm_sync_create((unsigned)ctx->node_size, 64, sizeof(struct mp_shared), false,
+		rc = shm_sync_create((unsigned)ctx->node_size, 64, sizeof(struct mp_shared), true,
 				     &ctx->shm);
 		if (rc)
 			snprintf(err, errlen, "shm_sync_create for %d ranks on %s: %s", ctx->node_size,
@@ -253,9 +261,14 @@ static int mp_world_pin(struct mp_ctx *ctx, char *err, size_t errlen)
 	if (launcher_bound && ctx->p->bind_mode == MP_BIND_VERIFY) {
 		char set[64];
 
+		/* The launcher's binding wins, but a --pin-list that could not be
+		 * applied is still an error, not silently ignored. */
+		if (ctx->p->c.pin == PB_PIN_OPT_LIST)
+			rc = mp_world_plan(ctx, topo, &pu, err, errlen);
 		hwloc_bitmap_list_snprintf(set, sizeof(set), cur);
 		snprintf(ctx->binding, sizeof(ctx->binding), "launcher {%s}", set);
-		rc = pb_pin_apply(topo, -1, &rep, err, errlen);
+		if (!rc)
+			rc = pb_pin_apply(topo, -1, &rep, err, errlen);
 	} else if (ctx->p->c.pin == PB_PIN_OPT_NONE) {
 		snprintf(ctx->binding, sizeof(ctx->binding), "none");
 		rc = pb_pin_apply(topo, -1, &rep, err, errlen);
@@ -420,18 +433,14 @@ static void mp_json_ranks(FILE *f, const struct mp_ctx *ctx, const struct mp_ran
 	fprintf(f, "  ],\n");
 }
 
-static int mp_write_env(const struct mp_ctx *ctx, const struct mp_test *t,
+static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 			const struct mp_rank_info *in, const struct pb_clock_info *ci,
 			int argc, char **argv)
 {
 	char lib[MPI_MAX_LIBRARY_VERSION_STRING];
 	int len = 0, major = 0, minor = 0;
-	FILE *f = fopen(ctx->p->c.env_json, "w");
+	FILE *f = ctx->env_json;     /* opened by main() before the run: a bad path fails early */
 
-	if (!f) {
-		pb_log_error("--env-json %s: %s", ctx->p->c.env_json, strerror(errno));
-		return -errno;
-	}
 	MPI_Get_library_version(lib, &len);
 	MPI_Get_version(&major, &minor);
 	fprintf(f, "{\n  \"tool\": \"pairbench-mpi\", \"version\": \"%s\", \"git_commit\": \"%s\",\n",
@@ -458,7 +467,8 @@ static int mp_write_env(const struct mp_ctx *ctx, const struct mp_test *t,
 		fputs(i + 1 < argc ? ", " : "", f);
 	}
 	fprintf(f, "]\n}\n");
-	if (fclose(f)) {
+	ctx->env_json = NULL;
+	if (ferror(f) | fclose(f)) {
 		pb_log_error("--env-json %s: %s", ctx->p->c.env_json, strerror(errno));
 		return -EIO;
 	}
@@ -495,7 +505,7 @@ int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char 
 			pb_log_error("clock calibration: %s", strerror(-rc));
 		else if (!ctx->p->c.quiet)
 			pb_clock_warn_if_slow(&ci);
-		if (!rc && ctx->p->c.env_json)
+		if (!rc && ctx->env_json)
 			rc = mp_write_env(ctx, t, in, &ci, argc, argv);
 		free(in);
 	}

@@ -20,6 +20,7 @@ Exit 0 = every check passed, 1 = some failed, 2 = bad spec or run.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tomllib
 import xml.etree.ElementTree as ET
@@ -29,8 +30,8 @@ from typing import Any
 import pandas as pd
 
 from pairbench.analysis import METRICS
-from pairbench.collect import atomic_write_text
 from pairbench.errors import UsageError
+from pairbench.safeio import write_output
 from pairbench.schema import load_run
 from pairbench.sizes import parse_size, size_label
 
@@ -70,11 +71,16 @@ def _typed(value: Any, kind: str, where: str) -> Any:
     if kind == "num":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise UsageError(f"{where}: expected a number, got {value!r}")
+        if not math.isfinite(value) or value < 0:  # limits are latencies, %, ratios
+            raise UsageError(f"{where}: expected a finite number >= 0, got {value!r}")
         return float(value)
     if kind == "size":
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise UsageError(f"{where}: expected a size (e.g. 65536 or \"64K\"), got {value!r}")
-        return value if isinstance(value, int) else parse_size(value)
+        size = value if isinstance(value, int) else parse_size(value)
+        if size < 1:
+            raise UsageError(f"{where}: expected a size >= 1 byte, got {value!r}")
+        return size
     if kind == "sizes":
         vals = value if isinstance(value, list) else [value]
         return [_typed(v, "size", where) for v in vals]
@@ -98,9 +104,11 @@ def _typed(value: Any, kind: str, where: str) -> Any:
 def load_spec(path: Path) -> dict:
     """Parse and validate a spec; unknown keys and wrong types are errors."""
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a TOML spec (not UTF-8 text)") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: invalid TOML ({exc})") from None
     spec: dict = {"name": path.stem, "layer": None, "sanity": {"max_link_pct": 100.0}}
@@ -329,5 +337,5 @@ def run_accept(ns: argparse.Namespace) -> int:
     rows = evaluate(df, spec)
     sys.stdout.write(render_text(spec, rows))
     if ns.junit:
-        atomic_write_text(Path(ns.junit), junit_xml(spec, rows))
+        write_output(ns.junit, junit_xml(spec, rows), "--junit")
     return 0 if all(r["verdict"] == "pass" for r in rows) else 1

@@ -8,11 +8,13 @@ VM, where importing pandas or matplotlib alone would cost about a minute.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 
 from pairbench import __version__
-from pairbench.errors import UsageError
+from pairbench.errors import UsageError, one_line
 
 SUBCOMMANDS = {
     "sweep": ("sweep", "run_sweep", "run sizes x pairs x tests into a new run directory"),
@@ -31,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line and exit 2 (its default is a usage dump)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {one_line(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -57,14 +59,63 @@ def main(argv: list[str] | None = None) -> int:
     if ns.command is None:
         ns = build_parser("default").parse_args(["default", *args])
     module, func, _ = SUBCOMMANDS[ns.command]
+    if sys.stdout is None:  # started with stdout closed (>&-): say so before doing anything
+        return _fail(ns.command, "stdout is closed; redirect it (e.g. >/dev/null or >FILE)")
     handler = getattr(importlib.import_module(f"pairbench.{module}"), func)
     try:
-        return handler(ns)
+        rc = handler(ns)
+        _flush_stdout()
+        return rc
     except UsageError as exc:
-        print(f"pairbench {ns.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(ns.command, str(exc), exc.exit_code)
     except KeyboardInterrupt:
         print("pairbench: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        _drop_stdout()
         return 1
+    except StdoutError as exc:
+        return _fail(ns.command, f"writing to stdout failed: {exc}")
+    # Last line of defence: whatever a command did not turn into a UsageError itself is
+    # still one line and exit 2, never a traceback.
+    except UnicodeDecodeError as exc:
+        return _fail(ns.command, f"input is not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        if exc.filename is None and exc.errno in _WRITE_ERRNOS:
+            _drop_stdout()  # a write without a file name: stdout (a full disk, ...)
+            return _fail(ns.command, f"writing to stdout failed: {exc.strerror or exc}")
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(ns.command, f"{where}{exc.strerror or exc}")
+
+
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
+
+
+class StdoutError(Exception):
+    """stdout could not be written (a full disk, a closed descriptor)."""
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _drop_stdout()
+        raise StdoutError(exc.strerror or str(exc)) from None
+
+
+def _drop_stdout() -> None:
+    """Point fd 1 at /dev/null so that the interpreter's own final flush of what is still
+    buffered cannot fail again and print a traceback-like 'Exception ignored' block."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _fail(command: str, message: str, code: int = 2) -> int:
+    print(f"pairbench {command}: error: {one_line(message)}", file=sys.stderr)
+    return code

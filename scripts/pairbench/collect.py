@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
+import re
 from pathlib import Path
 
 from pairbench.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
+from pairbench.errors import one_line
 from pairbench.plan import Point
 from pairbench.run import PointResult
+from pairbench.safeio import write_json, write_output
 
 # Rows are plain dicts of strings here: the sweep runs inside the emulated VM, where
 # importing pandas alone costs about a minute.
@@ -26,27 +28,37 @@ ALL_COLUMNS = (*COLUMNS, *DRIVER_COLUMNS)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write a file so that readers see the old or the new content, never a torn one."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write a run-directory file so that readers see the old or the new content, never a
+    torn one (pairbench.safeio: the one output writer of every command)."""
+    write_output(path, text, "run file")
 
 
 def atomic_write_json(path: Path, data: object) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    write_json(path, data, "run file")
+
+
+_OWN_ERROR = re.compile(r"^pairbench[-\w]*: (error|FAIL)", re.I)
+_BANNER = re.compile(r"^[\W_]*$")  # mpirun's "-----" rules and the like
 
 
 def last_line(path: Path, limit: int = 300) -> str:
-    """The last non-empty line of a text file (the usual place of an error message)."""
+    """The line of a process's stderr that says why it failed: pairbench's own first error
+    line (under mpirun it is followed by mpirun's banner), else the last line with words in
+    it; one line, long words elided (errors.one_line)."""
     try:
-        data = path.read_bytes()[-8192:].decode("utf-8", "replace")
+        with open(path, "rb") as f:
+            head = f.read(65536)
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 8192))
+            tail = f.read()
     except OSError:
         return ""
-    lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
-    return lines[-1][:limit] if lines else ""
+    own = [ln.strip() for ln in head.decode("utf-8", "replace").splitlines()
+           if _OWN_ERROR.match(ln.strip())]
+    if own:
+        return one_line(own[0], limit)
+    lines = [ln.strip() for ln in tail.decode("utf-8", "replace").splitlines()
+             if ln.strip() and not _BANNER.match(ln.strip())]
+    return one_line(lines[-1], limit) if lines else ""
 
 
 def failure_reason(result: PointResult, run_dir: Path) -> str | None:
@@ -104,10 +116,22 @@ def read_point_csv(point: Point, run_dir: Path) -> tuple[list[Row] | None, str |
         extra = [c for c in header if c not in COLUMNS]
         return None, (f"output columns differ from the schema (missing {missing or 'none'}, "
                       f"unexpected {extra or 'none'})")
-    bad = [r["schema_version"] for r in rows if r["schema_version"].strip() != str(SCHEMA_VERSION)]
+    whole = [r for r in rows if complete_row(r)]
+    bad = [r["schema_version"] for r in whole
+           if r["schema_version"].strip() != str(SCHEMA_VERSION)]
     if bad:
         return None, f"output has schema_version {bad[0]!r}"
     return rows, None
+
+
+def complete_row(row: Row) -> bool:
+    """False for a row cut short (its process died while writing it): status empty, or a
+    key cell missing. Such a row is dropped and its size gets an error row instead."""
+    return (row.get("status", "").strip() in ("ok", "error")
+            and row.get("msg_size_bytes", "").strip().isdigit()
+            and row.get("pairs", "").strip().isdigit()
+            and (row.get("pair_id", "").strip() == "all"
+                 or row.get("pair_id", "").strip().isdigit()))
 
 
 def collect_point(result: PointResult, run_dir: Path, run_id: str) -> list[Row]:
@@ -120,11 +144,15 @@ def collect_point(result: PointResult, run_dir: Path, run_id: str) -> list[Row]:
         rows = None
     if rows is None:
         return error_rows(p, list(p.sizes), reason or "no output rows", run_id)
+    whole = [r for r in rows if complete_row(r)]
+    if len(whole) < len(rows):
+        cut = "the output ended in the middle of a row (truncated row dropped)"
+        reason = f"{reason}; {cut}" if reason else cut
     out = [{**{c: r.get(c, "") for c in COLUMNS}, "run_id": run_id,
-            "repetition": str(p.repetition)} for r in rows]
+            "repetition": str(p.repetition)} for r in whole]
     have = set()
     for r in out:
-        if r["pair_id"] == "all" and r["msg_size_bytes"].strip().isdigit():
+        if r["pair_id"] == "all":
             have.add(int(r["msg_size_bytes"]))
     missing = [s for s in p.sizes if s not in have]
     if missing:

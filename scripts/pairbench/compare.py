@@ -23,6 +23,7 @@ import pandas as pd
 
 from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows, point_label, test_label
 from pairbench.errors import UsageError
+from pairbench.safeio import write_output
 from pairbench.schema import load_run
 from pairbench.sizes import size_label
 from pairbench.verdict import (
@@ -410,10 +411,10 @@ def run_compare(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(res, summary, color=sys.stdout.isatty()))
     if ns.markdown:
-        Path(ns.markdown).write_text(render_markdown(res, summary, ns.base, ns.new))
+        write_output(ns.markdown, render_markdown(res, summary, ns.base, ns.new), "--markdown")
     if ns.json:
-        Path(ns.json).write_text(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict),
-                                            indent=2) + "\n")
+        write_output(ns.json, json.dumps(to_json(res, summary, ns.base, ns.new, th, strict),
+                                         indent=2) + "\n", "--json")
     code = exit_code(res, strict)
     print(f"compare: {len(res)} comparisons, {_count(res, REGRESSION)} regression(s), "
           f"{_count(res, IMPROVEMENT)} improvement(s), {_count(res, SUSPECTED_REGRESSION)} "

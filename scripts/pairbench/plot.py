@@ -10,6 +10,7 @@ except the fairness figure, which shows the per-pair rows.
 from __future__ import annotations
 
 import argparse
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ import pandas as pd
 
 from pairbench.analysis import device_label, median_by_point, test_label
 from pairbench.errors import UsageError
+from pairbench.safeio import output_dir, write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import parse_sizes, size_label
 
@@ -79,7 +81,9 @@ def _plain_log_y(ax: plt.Axes) -> None:
 def _save(fig: plt.Figure, out: Path, stem: str, written: list[Path]) -> None:
     for ext in ("png", "svg"):
         path = out / f"{stem}.{ext}"
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=110, bbox_inches="tight")
+        write_output(path, buf.getvalue(), "plot")
         written.append(path)
     _pyplot().close(fig)
 
@@ -96,7 +100,7 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
               at_sizes: list[int] | None = None) -> list[Path]:
     """Write the figures for every (layer, test, variant) found; return the files written."""
     plt = _pyplot()
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out, "--out")
     written: list[Path] = []
     frames = []
     for label, df, _meta in runs:

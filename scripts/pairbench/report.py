@@ -15,7 +15,6 @@ import pandas as pd
 
 from pairbench import __version__
 from pairbench.analysis import median_by_point
-from pairbench.collect import atomic_write_text
 from pairbench.compare import TABLE_COLS as COMPARE_COLS
 from pairbench.compare import (
     Thresholds,
@@ -26,6 +25,7 @@ from pairbench.compare import (
 )
 from pairbench.errors import UsageError
 from pairbench.plot import plot_runs, run_label
+from pairbench.safeio import write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label
 
@@ -216,6 +216,6 @@ def run_report(ns: argparse.Namespace) -> int:
     text = build_report(run, Path(ns.base) if ns.base else None)
     out = Path(ns.out) if ns.out else (run / "report.html" if run.is_dir()
                                        else run.with_name(run.stem + "-report.html"))
-    atomic_write_text(out, text)
+    write_output(out, text, "--out" if ns.out else "report")
     print(f"report: {out}")
     return 0

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ class PointResult:
     timed_out: bool = False
     launch_error: str | None = None
     elapsed_s: float = 0.0
+    interrupted: bool = False  # stopped by the caller (a signal to the sweep)
 
     @property
     def ok(self) -> bool:
@@ -45,9 +47,13 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run_point(point: Point, run_dir: Path, grace_s: float = 10.0) -> PointResult:
+def run_point(point: Point, run_dir: Path, grace_s: float = 10.0,
+              stop: Callable[[], bool] | None = None) -> PointResult:
     """Start every side of the point and wait, at most timeout + grace (the executable gets
-    the same --timeout and should stop itself first)."""
+    the same --timeout and should stop itself first). When stop() turns true (checked every
+    POLL_S), the point is ended the same way (process groups killed), interrupted=True.
+    Nothing here is interrupted by an exception from a signal handler: killing a process
+    group must not depend on where a signal happened to land."""
     env = dict(os.environ)
     env.update(dict(point.env))
     procs: list[subprocess.Popen] = []
@@ -70,6 +76,9 @@ def run_point(point: Point, run_dir: Path, grace_s: float = 10.0) -> PointResult
         deadline = start + point.timeout_s + grace_s
         failed_at: float | None = None
         while procs and result.launch_error is None:
+            if stop is not None and stop():
+                result.interrupted = True
+                break
             codes = [p.poll() for p in procs]
             if all(c is not None for c in codes):
                 break

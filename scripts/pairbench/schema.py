@@ -120,6 +120,9 @@ def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
     missing = [c for c in columns_of(newest) if c not in df.columns]
     if missing:
         raise UsageError(f"{where}: missing column(s) {', '.join(missing)}")
+    df = repair_truncated_rows(df, where)
+    if df.empty:
+        raise UsageError(f"{where}: no data rows")
     # Older versions lack later columns: they read as empty cells (does not apply).
     df = df.assign(**{c: "" for c in COLUMNS if c not in df.columns})
     out = df.copy()
@@ -159,7 +162,63 @@ def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
         out["repetition"] = 1
     if "run_id" not in out.columns:
         out["run_id"] = ""
+    check_values(out, where)
     return out
+
+
+# What identifies a row; two rows with the same identity are one measurement counted twice.
+ROW_IDENTITY = ("run_id", "repetition", "layer", "test", "variant", "msg_size_bytes", "pairs",
+                "pair_id")
+# Filled in on an error row made from a truncated one; every other cell is blanked.
+_KEEP_ON_TRUNCATED = frozenset({*ROW_IDENTITY, "schema_version", "host", "peer"})
+
+
+def repair_truncated_rows(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """A row whose status cell is empty was cut short (its point died while writing it).
+    It becomes an error row for its point when its identity survived, else it is dropped;
+    either way with one warning, so that one truncated row does not reject a whole run."""
+    import sys
+
+    df = df.fillna("")
+    cut = df["status"].str.strip() == ""
+    if not cut.any():
+        return df
+    pid = df["pair_id"].str.strip()
+    ok_id = (df["msg_size_bytes"].str.strip().str.fullmatch(r"\d+")
+             & df["pairs"].str.strip().str.fullmatch(r"\d+")
+             & (pid.eq("all") | pid.str.fullmatch(r"\d+"))
+             & (df["layer"].str.strip() != "") & (df["test"].str.strip() != ""))
+    if "repetition" in df.columns:  # the driver's columns come last: a cut file loses them
+        ok_id &= df["repetition"].str.strip().str.fullmatch(r"\d+")
+    fix, drop = cut & ok_id, cut & ~ok_id
+    out = df.copy()
+    blank = [c for c in out.columns if c not in _KEEP_ON_TRUNCATED]
+    out.loc[fix, blank] = ""
+    out.loc[fix, "status"] = "error"
+    out.loc[fix, "error"] = "truncated row: the point ended while writing it"
+    lines = ", ".join(str(int(i) + 2) for i in df.index[cut][:10])
+    print(f"pairbench: warning: {where}: {int(cut.sum())} truncated row(s) (empty status, "
+          f"line {lines}): {int(fix.sum())} read as error rows, {int(drop.sum())} dropped",
+          file=sys.stderr)
+    return out[~drop].reset_index(drop=True)
+
+
+def check_values(df: pd.DataFrame, where: str) -> None:
+    """Measurements are never negative, and no row is there twice (a duplicated row would
+    count as a repetition that never ran)."""
+    for col in sorted(FLOAT_COLUMNS & set(df.columns)):
+        neg = df[col] < 0
+        if neg.any():
+            i = int(neg.idxmax())
+            raise UsageError(f"{where}: negative value {df[col][i]:g} in column {col}, "
+                             f"line {i + 2}")
+    ident = [c for c in ROW_IDENTITY if c in df.columns]
+    dup = df.duplicated(subset=ident, keep="first")
+    if dup.any():
+        i = int(dup.idxmax())
+        first = int(df.index[(df[ident] == df.loc[i, ident]).all(axis=1)][0])
+        raise UsageError(f"{where}: line {i + 2} repeats line {first + 2} (same "
+                         f"{', '.join(ident)}): duplicated rows are not repetitions")
 
 
 def find_data_csv(run: Path) -> Path:
@@ -177,7 +236,24 @@ def find_data_csv(run: Path) -> Path:
 def load_run(run: Path | str) -> pd.DataFrame:
     """Load and validate the data of a run directory (or a CSV file)."""
     csv = find_data_csv(Path(run))
-    return validate_frame(read_csv_text(csv), str(csv))
+    df = read_csv_text(csv)
+    if len(df) and "status" in df.columns and not ends_with_newline(csv):
+        # Cut in its last row (every writer ends rows with a newline): that row is truncated
+        # even when the cut fell after its status cell.
+        df.loc[df.index[-1], "status"] = ""
+    return validate_frame(df, str(csv))
+
+
+def ends_with_newline(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            if f.tell() == 0:
+                return True
+            f.seek(-1, 2)
+            return f.read(1) in (b"\n", b"\r")
+    except OSError:
+        return True
 
 
 def load_metadata(run: Path | str) -> dict:

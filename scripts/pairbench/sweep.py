@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -37,6 +39,7 @@ from pairbench.errors import UsageError
 from pairbench.plan import DEFAULT_LAUNCHER_CMD, LAUNCHERS, LAYERS, Point, SweepConfig, plan_sweep
 from pairbench.progress import SweepProgress
 from pairbench.run import PointResult, run_point
+from pairbench.safeio import output_dir
 from pairbench.schema import check_schema, read_binary_schema
 from pairbench.sizes import SIZE_LIST_RULE, parse_int_list, parse_sizes
 
@@ -100,10 +103,21 @@ def config_from_args(ns: argparse.Namespace, run_dir: Path, root: Path) -> Sweep
     for name, val in (("--iterations", ns.iterations), ("--warmup", ns.warmup)):
         if val is not None and val < 0:
             raise UsageError(f"{name} must be >= 0")
+    check_numbers(ns)
+    if ns.pin_list is not None and ns.pin != "list":
+        raise UsageError("--pin-list is used only with --pin list (add --pin list)")
+    try:  # the executables' rule and range (pairbench.sizes)
+        sizes = tuple(parse_sizes(ns.sizes))
+    except UsageError as exc:
+        raise UsageError(f"--sizes: {exc}") from None
+    pairs = tuple(parse_int_list(ns.pairs, "pairs"))
+    if pairs[-1] > MAX_PAIRS:
+        raise UsageError(f"--pairs {pairs[-1]}: at most {MAX_PAIRS} pairs (the executables' "
+                         "limit, PB_MAX_PAIRS)")
     binary = ns.binary or str(root / "build" / "bin" / f"pairbench-{ns.layer}")
     return SweepConfig(
-        layer=ns.layer, tests=tests, sizes=tuple(parse_sizes(ns.sizes)),
-        pairs=tuple(parse_int_list(ns.pairs, "pairs")), binary=str(Path(binary).absolute()),
+        layer=ns.layer, tests=tests, sizes=sizes,
+        pairs=pairs, binary=str(Path(binary).absolute()),
         run_dir=str(run_dir), repetitions=ns.repetitions, launcher=ns.launcher, hosts=hosts,
         timeout_s=ns.timeout, iterations=ns.iterations, warmup=ns.warmup,
         duration_s=ns.duration, pin=ns.pin, pin_list=ns.pin_list,
@@ -113,9 +127,28 @@ def config_from_args(ns: argparse.Namespace, run_dir: Path, root: Path) -> Sweep
         connect_addr=ns.connect_addr)
 
 
+MAX_PAIRS = 256  # PB_MAX_PAIRS in core/pb_common.h
+MAX_TIMEOUT_S = 86400.0  # the executables' --timeout range is 0.1..86400 s
+
+
+def check_numbers(ns: argparse.Namespace) -> None:
+    """Numbers that argparse lets through but that would disable a deadline or start an
+    absurd job: nan, inf, zero or negative timeouts and counts."""
+    if not (math.isfinite(ns.timeout) and 0.1 <= ns.timeout <= MAX_TIMEOUT_S):
+        raise UsageError(f"--timeout {ns.timeout:g}: expected seconds in 0.1..{MAX_TIMEOUT_S:g} "
+                         "(the deadline of every point)")
+    if ns.repetitions < 1:
+        raise UsageError(f"--repetitions {ns.repetitions}: expected >= 1")
+    if ns.duration is not None and not (math.isfinite(ns.duration) and 0 <= ns.duration
+                                        <= MAX_TIMEOUT_S):
+        raise UsageError(f"--duration {ns.duration:g}: expected seconds in 0..{MAX_TIMEOUT_S:g}")
+    if ns.rig_timeout is not None and not (math.isfinite(ns.rig_timeout) and ns.rig_timeout > 0):
+        raise UsageError(f"--rig-timeout {ns.rig_timeout:g}: expected a finite number > 0")
+
+
 def new_run_dir(results_dir: Path) -> Path:
     """results/<date>-<host>-<shortid>/, created exclusively (never reused)."""
-    results_dir.mkdir(parents=True, exist_ok=True)
+    output_dir(results_dir, "--results-dir")
     host = socket.gethostname().split(".")[0] or "host"
     for _ in range(10):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -124,6 +157,9 @@ def new_run_dir(results_dir: Path) -> Path:
             d.mkdir()
         except FileExistsError:
             continue
+        except OSError as exc:
+            raise UsageError(f"--results-dir {results_dir}: cannot create a run directory: "
+                             f"{exc.strerror}") from None
         return d
     raise UsageError(f"cannot create a new run directory under {results_dir}")
 
@@ -182,23 +218,76 @@ def pinning_of(env_record: object) -> list | None:
     return None
 
 
+class StopSignals:
+    """SIGINT/SIGTERM/SIGHUP to the sweep (Ctrl-C, `kill PID`, timeout(1), a scheduler, a
+    closed terminal): the first one is recorded and nothing else happens in the handler; the
+    running point's wait loop sees it within run.POLL_S and kills the point's process group
+    (its processes live in their own session and never see the signal). Raising from the
+    handler instead could land inside subprocess's own locking and deadlock the clean-up.
+    Further signals are ignored until the sweep has written its record and exits."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> StopSignals:
+        for s in self.SIGNALS:
+            self._old[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, h in self._old.items():
+            signal.signal(s, h)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if self.received is None:
+            self.received = signum
+
+    def stopped(self) -> bool:
+        return self.received is not None
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.received).name if self.received is not None else ""
+
+
 def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, meta: dict,
-            fail_fast: bool, show_progress: bool) -> list[Row]:
-    """Run every point in order, writing data.csv and metadata.json after each one."""
+            fail_fast: bool, show_progress: bool, signals: StopSignals | None = None
+            ) -> list[Row]:
+    """Run every point in order, writing data.csv and metadata.json after each one.
+    A stop signal ends the running point (process group killed) and records the rest as
+    not run; meta["interrupted"] then says which signal and which point."""
     (run_dir / "raw").mkdir(exist_ok=True)
+    signals = signals or StopSignals()
     data: list[Row] = []
     meta["points"] = []
     stop_reason: str | None = None
     with SweepProgress(len(points), enabled=show_progress) as prog:
         for p in points:
             label = f"{p.test} pairs={p.pairs} rep={p.repetition}"
+            if stop_reason is None and signals.received is not None:
+                stop_reason = interrupt(meta, signals.received, None)
             if stop_reason:
                 data += error_rows(p, list(p.sizes), stop_reason, run_id)
                 meta["points"].append({"name": p.name, "status": "error", "reason": stop_reason})
                 prog.finished(label, "not run", 0.0)
                 continue
             prog.starting(label)
-            res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)))
+            res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)),
+                            stop=signals.stopped)
+            if res.interrupted and signals.received is not None:
+                why = (f"interrupted by {signals.name} while this point ran (process group "
+                       "killed)")
+                data += error_rows(p, list(p.sizes), why, run_id)
+                meta["points"].append({"name": p.name, "status": "interrupted", "reason": why,
+                                       "elapsed_s": round(res.elapsed_s, 3)})
+                stop_reason = interrupt(meta, signals.received, p.name)
+                atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
+                atomic_write_json(run_dir / "metadata.json", meta)
+                prog.finished(label, f"interrupted by {signals.name}", res.elapsed_s)
+                continue
             reason = failure_reason(res, run_dir)
             rows = collect_point(res, run_dir, run_id)
             data += rows
@@ -216,23 +305,44 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
     return data
 
 
+def interrupt(meta: dict, signum: int, point: str | None) -> str:
+    """Record a stop signal in the run's metadata; the reason for the points not run."""
+    name = signal.Signals(signum).name
+    if "interrupted" not in meta:
+        meta["interrupted"] = {"signal": name, "point": point, "at": now_iso()}
+    where = f" during {meta['interrupted']['point']}" if meta["interrupted"]["point"] else ""
+    return f"not run: the sweep was interrupted by {name}{where}"
+
+
 def finish(run_dir: Path, data: list[Row], meta: dict) -> int:
+    """Write the final data.csv and metadata.json. Exit code: 0 every row ok, 1 error rows,
+    128 + signal number when a stop signal interrupted the sweep (130 SIGINT, 143 SIGTERM,
+    129 SIGHUP): status "interrupted", completed rows kept."""
     atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
     n_err = sum(r.get("status") != "ok" for r in data)
     meta["finished"] = now_iso()
-    meta["status"] = "complete" if n_err == 0 else "complete_with_errors"
+    stopped = meta.get("interrupted")
+    if stopped:
+        meta["status"] = "interrupted"
+    else:
+        meta["status"] = "complete" if n_err == 0 else "complete_with_errors"
     meta["rows"] = len(data)
     meta["error_rows"] = n_err
     atomic_write_json(run_dir / "metadata.json", meta)
     print(f"sweep: {len(data)} rows, {n_err} error rows -> {run_dir}/data.csv", file=sys.stderr)
-    print(run_dir)
+    if stopped:
+        where = f" during point {stopped['point']}" if stopped.get("point") else ""
+        print(f"sweep: interrupted by {stopped['signal']}{where}; completed rows kept "
+              f"(status \"interrupted\" in {run_dir}/metadata.json)", file=sys.stderr)
+    print(run_dir, flush=True)
+    if stopped:
+        return 128 + int(signal.Signals[stopped["signal"]])
     return 0 if n_err == 0 else 1
 
 
 def prepare_run_dir(ns: argparse.Namespace, root: Path) -> Path:
     if ns.run_dir:
-        d = Path(ns.run_dir).absolute()
-        d.mkdir(parents=True, exist_ok=True)
+        d = output_dir(Path(ns.run_dir).absolute(), "--run-dir")
         if (d / "data.csv").exists():
             raise UsageError(f"{d} already holds data.csv; runs are never overwritten")
         return d
@@ -267,10 +377,12 @@ def sweep_to_dir(ns: argparse.Namespace) -> tuple[int, Path]:
             "started": now_iso(), "config": asdict(cfg),
             "fingerprint": fingerprint.gather(root)}
     atomic_write_json(run_dir / "metadata.json", meta)
-    if cfg.launcher == "softroce" and not ns.rig_inner:
-        return run_softroce(ns, cfg, points, run_dir, meta, root), run_dir
-    data = execute(cfg, points, run_dir, run_id, meta, ns.fail_fast, not ns.no_progress)
-    return finish(run_dir, data, meta), run_dir
+    with StopSignals() as signals:
+        if cfg.launcher == "softroce" and not ns.rig_inner:
+            return run_softroce(ns, cfg, points, run_dir, meta, root, signals), run_dir
+        data = execute(cfg, points, run_dir, run_id, meta, ns.fail_fast, not ns.no_progress,
+                       signals)
+        return finish(run_dir, data, meta), run_dir
 
 
 def inner_args(ns: argparse.Namespace, cfg: SweepConfig) -> list[str]:
@@ -329,7 +441,7 @@ def rig_reason(stderr: Path) -> str:
 
 
 def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], run_dir: Path,
-                 meta: dict, root: Path) -> int:
+                 meta: dict, root: Path, signals: StopSignals | None = None) -> int:
     """Boot the rig once and run the whole sweep inside it with the local launcher."""
     rig = str(Path(ns.launcher_cmd or root / "scripts" / "softroce-run").absolute())
     budget = ns.rig_timeout or (len(points) * (cfg.timeout_s + 15) + 600)
@@ -343,6 +455,8 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
     start = time.monotonic()
     rig_exit: int | None = None
     rig_error: str | None = None
+    signals = signals or StopSignals()
+    stopped: dict | None = None
     with open(run_dir / "raw" / "rig.stdout", "wb") as out:
         try:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE,
@@ -351,13 +465,21 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
             rig_error = f"cannot start the Soft-RoCE rig {rig}: {exc.strerror}"
         else:
             tee = _tee(proc.stderr, run_dir / "raw" / "rig.stderr")
-            try:
-                rig_exit = proc.wait(timeout=budget + 120)
-            except subprocess.TimeoutExpired:
-                from pairbench.run import _kill_group
+            from pairbench.run import POLL_S, _kill_group
 
+            end = time.monotonic() + budget + 120
+            while proc.poll() is None and time.monotonic() < end and not signals.stopped():
+                time.sleep(POLL_S)
+            if signals.stopped():
+                _kill_group(proc)  # the rig's process group: the VM and the inner sweep
+                rig_error = f"interrupted by {signals.name} (Soft-RoCE rig killed)"
+                stopped = {"signal": signals.name, "point": "the Soft-RoCE rig",
+                           "at": now_iso()}
+            elif proc.poll() is None:
                 _kill_group(proc)
                 rig_error = f"Soft-RoCE rig timed out after {budget + 120:g} s (killed)"
+            else:
+                rig_exit = proc.returncode
             tee.join(timeout=5)
     # The inner sweep wrote data.csv and metadata.json into run_dir (persisted by the rig).
     inner_meta: dict = {}
@@ -375,6 +497,8 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
         if (p.test, str(p.pairs), str(p.repetition)) not in have:
             data += error_rows(p, list(p.sizes), why, run_dir.name)
     meta = inner_meta if inner_meta.get("points") is not None else meta
+    if stopped:
+        meta["interrupted"] = stopped
     meta["config"] = asdict(cfg)
     meta["rig"] = {"argv": argv, "exit_code": rig_exit, "error": rig_error,
                    "elapsed_s": round(time.monotonic() - start, 1),

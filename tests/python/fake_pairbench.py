@@ -5,7 +5,8 @@ Behaviour is chosen with environment variables (so the driver's argv stays reali
   FAKE_PB_MODE   ok (default) | fail (exit 1 after printing nothing) | partial (rows for the
                  first size only, then exit 1) | slow (sleep FAKE_PB_SLEEP s, default 60) |
                  skip (exit 77) | badschema (schema_version 9 in --print-schema and rows) |
-                 garbage (non-CSV output) | errorrow (a status=error row for the largest size)
+                 garbage (non-CSV output) | errorrow (a status=error row for the largest size) |
+                 truncated (rows of the first size, then half a row, then SIGKILL itself)
   FAKE_PB_SCALE  multiply every latency by this and divide bandwidths (default 1.0)
   FAKE_PB_SLOW_PAIR  this pair id (when the run has it) is FAKE_PB_SLOW_FACTOR (default 2)
                  times slower: latency x factor, bandwidth / factor
@@ -15,6 +16,7 @@ its centre), the aggregate bandwidth is all bytes over the global window, and th
 columns name the pair with the highest p50 / lowest bandwidth.
   FAKE_PB_NOISE  relative noise amplitude (default 0.01), seeded by FAKE_PB_SEED + argv
   FAKE_PB_FAIL_TEST  fail only for this test name (with FAKE_PB_MODE=fail)
+  FAKE_PB_SLOW_TEST  sleep only for this test name (with FAKE_PB_MODE=slow)
   FAKE_PB_LOG    append the argv (one JSON list a line) to this file
 Exit codes: 0 ok, 1 runtime failure, 2 usage, 77 cannot run here.
 """
@@ -178,7 +180,7 @@ def main() -> int:
     if os.environ.get("FAKE_PB_PIDFILE"):
         with open(os.environ["FAKE_PB_PIDFILE"], "a") as f:
             f.write(f"{os.getpid()}\n")
-    if mode == "slow":
+    if mode == "slow" and os.environ.get("FAKE_PB_SLOW_TEST", a.test) == a.test:
         time.sleep(float(os.environ.get("FAKE_PB_SLEEP", "60")))
     if mode == "fail" and os.environ.get("FAKE_PB_FAIL_TEST", a.test) == a.test:
         print(f"fake-pairbench: pair 0: connect to peer failed (test {a.test})", file=sys.stderr)
@@ -222,6 +224,13 @@ def main() -> int:
             r["schema_version"] = ver
             lines.append(",".join(r[c] for c in COLUMNS))
         text = "\n".join(lines) + "\n"
+    if mode == "truncated":  # die in the middle of the first row of the second size
+        lines = text.splitlines(keepends=True)
+        n_first = 1 + a.pairs + 1
+        cut = "".join(lines[:n_first]) + lines[n_first][: len(lines[n_first]) // 2]
+        with open(a.output or "/dev/stdout", "w") as f:
+            f.write(cut)
+        os.kill(os.getpid(), 9)
     if a.output:
         Path(a.output).write_text(text)
     else:
