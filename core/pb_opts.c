@@ -9,6 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Values are echoed in messages clipped to PB_CLIP characters + "...": a
+ * 10 KB value must not push the reason out of the message.
+ */
+#define PB_CLIP "40"
+#define PB_CLIP_N 40
+
+static const char *pb_more(const char *s)
+{
+	return strlen(s) > PB_CLIP_N ? "..." : "";
+}
+
 static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, char *err,
 			     size_t errlen)
 {
@@ -17,13 +29,13 @@ static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, cha
 	unsigned shift = 0;
 
 	if (!*text || !isdigit((unsigned char)*text)) {
-		snprintf(err, errlen, "'%s' is not a non-negative integer", text);
+		snprintf(err, errlen, "'%." PB_CLIP "s%s' is not a non-negative integer", text, pb_more(text));
 		return -EINVAL;
 	}
 	errno = 0;
 	v = strtoull(text, &end, 10);
 	if (errno == ERANGE) {
-		snprintf(err, errlen, "'%s' is too large", text);
+		snprintf(err, errlen, "'%." PB_CLIP "s%s' is too large", text, pb_more(text));
 		return -EINVAL;
 	}
 	if (suffixes && *end) {
@@ -37,12 +49,12 @@ static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, cha
 			end++;
 	}
 	if (*end) {
-		snprintf(err, errlen, "'%s' has trailing characters '%s'%s", text, end,
-			 suffixes ? " (suffixes: K, M, G)" : "");
+		snprintf(err, errlen, "'%." PB_CLIP "s%s' has trailing characters '%." PB_CLIP "s%s'%s", text,
+			 pb_more(text), end, pb_more(end), suffixes ? " (suffixes: K, M, G)" : "");
 		return -EINVAL;
 	}
 	if (shift && v > (UINT64_MAX >> shift)) {
-		snprintf(err, errlen, "'%s' is too large", text);
+		snprintf(err, errlen, "'%." PB_CLIP "s%s' is too large", text, pb_more(text));
 		return -EINVAL;
 	}
 	*out = (uint64_t)v << shift;
@@ -182,7 +194,7 @@ static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, c
 		errno = 0;
 		d = strtod(val, &end);
 		if (!*val || *end || errno || !isfinite(d)) {
-			snprintf(err, errlen, "'%s' is not a number", val);
+			snprintf(err, errlen, "'%." PB_CLIP "s%s' is not a number", val, pb_more(val));
 			return -EINVAL;
 		}
 		rc = pb_opt_check_range(o, d, err, errlen);
@@ -194,6 +206,10 @@ static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, c
 	case PB_OPT_U64_LIST: {
 		struct pb_u64_list *l = (struct pb_u64_list *)field;
 
+		if (strlen(val) > 1000) {
+			snprintf(err, errlen, "a list of %zu characters is too long (at most 1000)", strlen(val));
+			return -EINVAL;
+		}
 		rc = pb_parse_size_list(val, o->type == PB_OPT_SIZE_LIST, l, err, errlen);
 		for (size_t i = 0; !rc && i < l->n; i++)
 			rc = pb_opt_check_range(o, (double)l->v[i], err, errlen);
@@ -217,7 +233,7 @@ static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, c
 			char range[256];
 
 			pb_opt_range_text(o, range, sizeof(range));
-			snprintf(err, errlen, "'%s' is not one of %s", val, range);
+			snprintf(err, errlen, "'%." PB_CLIP "s%s' is not one of %s", val, pb_more(val), range);
 		}
 		return -EINVAL;
 	}
@@ -281,7 +297,8 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 		char shown[64];
 
 		if (arg[0] != '-' || !arg[1] || (arg[1] == '-' && !arg[2])) {
-			return PB_OPTS_FAIL("unexpected argument '%s' (options start with '-'; see --help)", arg);
+			return PB_OPTS_FAIL("unexpected argument '%." PB_CLIP "s%s' (options start with '-'; see --help)",
+					    arg, pb_more(arg));
 		}
 		if (arg[1] == '-') {
 			eq = strchr(arg + 2, '=');
@@ -297,7 +314,7 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 				snprintf(shown, sizeof(shown), "-%c (--%s)", arg[1], o->name);
 		}
 		if (!o) {
-			return PB_OPTS_FAIL("unknown option '%s' (see --help)", arg);
+			return PB_OPTS_FAIL("unknown option '%." PB_CLIP "s%s' (see --help)", arg, pb_more(arg));
 		}
 		if (o->type == PB_OPT_FLAG && val) {
 			return PB_OPTS_FAIL("option %s takes no value", shown);
@@ -362,6 +379,20 @@ void pb_opts_print_help(FILE *f, const char *prog, const char *summary, const st
 		}
 		fputc('\n', f);
 	}
+}
+
+int pb_common_check(const struct pb_common_params *c, char *err, size_t errlen)
+{
+	if (c->pin_list && c->pin != PB_PIN_OPT_LIST) {
+		snprintf(err, errlen, "option --pin-list is used only with --pin list (--pin is %s)",
+			 pb_pin_policy_names[c->pin]);
+		return -EINVAL;
+	}
+	if (c->pin == PB_PIN_OPT_LIST && !c->pin_list) {
+		snprintf(err, errlen, "option --pin list needs --pin-list (PU OS indices, e.g. 0,2,4)");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 const char *const pb_pin_policy_names[] = { "near-device", "compact", "scatter", "list", "none", NULL };

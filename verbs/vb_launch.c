@@ -16,6 +16,7 @@
 #include "pb_pin.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,16 +35,29 @@ struct vb_launch {
 	unsigned members;
 	uint64_t max_samples;
 	pid_t pid[VB_MAX_WORKERS];
+	/* watchdog: last heartbeat seen per worker and when it last moved */
+	uint64_t beat[VB_MAX_WORKERS];
+	uint64_t beat_ns[VB_MAX_WORKERS];
 	FILE *csv;
 	struct pb_clock_info clock;
+	char why[400];           /* why the run stopped early (rows of what is left) */
 };
+
+/* Time the workers get to write their rows and exit after an abort, before SIGKILL. */
+#define VB_GRACE_NS 10000000000ull
 
 static void vb_on_signal(int sig)
 {
-	(void)sig;
-	vb_interrupted = 1;
+	vb_interrupted = sig;
 }
 
+/*
+ * SIGINT, SIGTERM, SIGHUP: record the signal; every wait of a worker returns
+ * "interrupted by SIG..." at its next check.  The launcher forwards the
+ * signal to its workers (timeout(1), schedulers and kill PID signal only the
+ * main process).  SIGPIPE is ignored: a closed CSV pipe is a write error
+ * that the leader reports, not a silent death.
+ */
 static void vb_signals(void)
 {
 	struct sigaction sa;
@@ -53,6 +67,14 @@ static void vb_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+static const char *vb_sig_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
 }
 
 /*
@@ -105,9 +127,11 @@ static int vb_probe(struct vb_launch *L)
 
 		if (r == pid)
 			break;
-		if (pb_clock_now_ns() > deadline) {
+		if (pb_clock_now_ns() > deadline || vb_interrupted) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
+			if (vb_interrupted)
+				return -EINTR;
 			pb_log_error("querying the RDMA device took longer than --timeout");
 			return -ETIMEDOUT;
 		}
@@ -221,6 +245,16 @@ static const char *vb_variant(const struct vb_params *p)
 	return p->bidir ? "bidir" : NULL;
 }
 
+/* While a barrier waits: heartbeat for the launcher, progress word for a remote peer. */
+static void vb_worker_idle(void *ctx)
+{
+	struct vb_worker *w = ctx;
+
+	atomic_fetch_add_explicit(&w->shared->w[w->member].beat, 1, memory_order_relaxed);
+	if (w->ctrl)
+		w->ctrl->out[1] = shm_sync_progress_count(w->sync);
+}
+
 static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker *w)
 {
 	struct vb_params *p = L->p;
@@ -258,21 +292,35 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 		return rc;
 	}
 	shm_meet_init(&w->meet, L->sync, member, p->pairs, L->max_samples, w->timeout_ns);
+	shm_sync_set_idle(L->sync, vb_worker_idle, w);
 	return 0;
+}
+
+/* The engine's parameters of this run (workers, and the launcher's rows of what is left). */
+static struct pb_engine_params vb_engine_params(const struct vb_launch *L)
+{
+	const struct vb_params *p = L->p;
+	struct pb_engine_params ep = {
+		.layer = "verbs", .test = p->c.test, .variant = vb_variant(p),
+		.lat_kind = p->test_desc->lat_kind, .sizes = p->c.sizes.v, .n_sizes = p->c.sizes.n,
+		.iterations = p->c.iterations, .warmup = p->c.warmup, .duration_s = p->c.duration_s,
+		.window = p->test_desc->kind != VB_KIND_LAT ? p->tx_depth : 0, .pairs = p->pairs,
+		.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1),
+	};
+
+	return ep;
+}
+
+static const char *vb_output_name(const struct vb_params *p)
+{
+	return p->c.output ? p->c.output : "stdout";
 }
 
 static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 {
 	const struct vb_params *p = L->p;
 	const struct vb_worker_report *rep = &L->sh->w[w->member];
-	bool bw = w->test->kind != VB_KIND_LAT;
-	struct pb_engine_params ep = {
-		.layer = "verbs", .test = p->c.test, .variant = vb_variant(p),
-		.lat_kind = w->test->lat_kind, .sizes = p->c.sizes.v, .n_sizes = p->c.sizes.n,
-		.iterations = p->c.iterations, .warmup = p->c.warmup, .duration_s = p->c.duration_s,
-		.window = bw ? p->tx_depth : 0, .pairs = p->pairs,
-		.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1),
-	};
+	struct pb_engine_params ep = vb_engine_params(L);
 	struct pb_engine_role role = {
 		.measuring = w->measuring, .leader = w->member == 0 && w->side == VB_CLIENT,
 		.pair_id = w->pair, .cpu = rep->cpu, .numa_node = rep->numa_node, .host = w->host,
@@ -281,11 +329,20 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 	struct pb_sink sink = {
 		.csv = role.leader ? L->csv : NULL,
 		.table = role.leader && !p->c.quiet ? stderr : NULL,
+		.progress = role.leader ? &L->sh->csv_progress : NULL,
 	};
 	int rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, w->test->ops(w), w, &sink);
 
-	if (role.leader && L->csv)
-		fflush(L->csv);
+	if (role.leader && L->csv && (fflush(L->csv) || ferror(L->csv))) {
+		/* Said once, here; the launcher does not try the same output again. */
+		int e = errno ? errno : EIO;
+
+		L->sh->csv_errno = e;
+		snprintf(w->error, sizeof(w->error), "writing the CSV rows to %s failed: %s", vb_output_name(p),
+			 strerror(e));
+		if (!rc || rc == -EIO)
+			rc = -EIO;
+	}
 	return rc;
 }
 
@@ -299,6 +356,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 	rc = vb_worker_init(L, member, &w);
 	side = w.side == VB_CLIENT ? "client" : "server";
 	if (!rc) {
+		vb_fault_point(&w, VB_PHASE_CONNECT);
 		rc = vb_cm_connect(&w);
 		if (rc) {
 			char why[400];
@@ -318,12 +376,18 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 		}
 	} else if (!rc) {
 		rc = vb_worker_measure(L, &w);
-		if (rc && w.error[0] && rc != -ECANCELED)
+		if (rc && w.error[0] && rc != -ECANCELED && rc != -EINTR)
 			pb_log_error("pair %u (%s): %s", w.pair, side, w.error);
+		/* Our own failure: the others stop now instead of waiting for us until --timeout. */
+		if (rc && rc != -ECANCELED)
+			shm_sync_abort(L->sync, (int)member, w.error[0] ? w.error : "a worker failed");
 	}
 	/* Both sides done with the buffers before either tears down. */
-	if (!rc && (rc = vb_ctrl_sync(&w)))
-		pb_log_error("pair %u (%s): final sync: %s", w.pair, side, w.error);
+	if (!rc) {
+		vb_fault_point(&w, VB_PHASE_FINAL);
+		if ((rc = vb_ctrl_sync(&w)) && rc != -ECANCELED && rc != -EINTR)
+			pb_log_error("pair %u (%s): final sync: %s", w.pair, side, w.error);
+	}
 	vb_cm_teardown(&w);
 	shm_meet_cleanup(&w.meet);
 	L->sh->w[member].done = 1;
@@ -339,63 +403,185 @@ static const char *vb_member_side(const struct vb_launch *L, unsigned m)
 	return L->p->side == VB_SERVER ? "server" : "client";
 }
 
-/* Reap every worker; abort the group when one dies abnormally. Returns the exit code. */
+/* What /proc says a process is doing, for the watchdog's message. */
+static const char *vb_proc_state(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return "state unknown";
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return "state unknown";
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	switch (rp && rp[1] == ' ' ? rp[2] : 0) {
+	case 'T': return "process stopped (SIGSTOP?)";
+	case 't': return "process stopped by a debugger";
+	case 'D': return "process blocked in the kernel (D state)";
+	default: return "process running but not progressing (wedged?)";
+	}
+}
+
+/* Abort the group (first reason wins), remember why, start the grace period. */
+static void vb_stop_run(struct vb_launch *L, const char *why, uint64_t *kill_at)
+{
+	shm_sync_abort(L->sync, -1, why);
+	if (!L->why[0])
+		snprintf(L->why, sizeof(L->why), "%s", why);
+	if (!*kill_at)
+		*kill_at = pb_clock_now_ns() + VB_GRACE_NS;
+}
+
+/*
+ * Watchdog: a worker whose heartbeat (bumped at every wait check and while a
+ * barrier waits) has not moved for --timeout + 1 s is stopped or wedged: its
+ * peers may wait for it for ever.  Report it, SIGKILL it, abort the group.
+ * Returns true when it found one.
+ */
+static bool vb_watchdog(struct vb_launch *L, uint64_t now, uint64_t *kill_at)
+{
+	uint64_t limit = (uint64_t)(L->p->c.timeout_s * 1e9) + 1000000000ull;
+
+	for (unsigned m = 0; m < L->members; m++) {
+		uint64_t beat = atomic_load_explicit(&L->sh->w[m].beat, memory_order_relaxed);
+		char why[300];
+
+		if (L->pid[m] <= 0 || L->sh->w[m].done)
+			continue;
+		if (beat != L->beat[m]) {
+			L->beat[m] = beat;
+			L->beat_ns[m] = now;
+			continue;
+		}
+		if (now - L->beat_ns[m] <= limit)
+			continue;
+		snprintf(why, sizeof(why), "worker of pair %u (%s, pid %d) made no progress for %.1f s: %s",
+			 m % L->p->pairs, vb_member_side(L, m), L->pid[m], (double)(now - L->beat_ns[m]) / 1e9,
+			 vb_proc_state(L->pid[m]));
+		pb_log_error("%s; stopping the run", why);
+		kill(L->pid[m], SIGKILL);
+		vb_stop_run(L, why, kill_at);
+		return true;
+	}
+	return false;
+}
+
+/* Forward the launcher's signal to every worker still running. */
+static void vb_forward_signal(struct vb_launch *L, int sig, uint64_t *kill_at)
+{
+	char why[64];
+
+	for (unsigned m = 0; m < L->members; m++)
+		if (L->pid[m] > 0)
+			kill(L->pid[m], sig);
+	snprintf(why, sizeof(why), "interrupted by %s", vb_sig_name(sig));
+	vb_stop_run(L, why, kill_at);
+}
+
+/* One worker ended: record it, abort the group when it failed. */
+static void vb_reaped(struct vb_launch *L, unsigned m, pid_t pid, int st, int *code, uint64_t *kill_at)
+{
+	L->pid[m] = 0;
+	if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0 && !L->sh->w[m].done)) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "worker of pair %u (%s, pid %d) died (%s %d)", m % L->p->pairs,
+			 vb_member_side(L, m), pid, WIFSIGNALED(st) ? "signal" : "exit",
+			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		/* A worker the watchdog or the grace period killed was reported already. */
+		if (!L->why[0])
+			pb_log_error("%s", why);
+		vb_stop_run(L, why, kill_at);
+		if (*code == PB_EXIT_OK)
+			*code = PB_EXIT_RUNTIME;
+	} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+		int c = WEXITSTATUS(st);
+		char why[200];
+
+		/* It said why (and aborted the group itself); make sure nobody waits for it. */
+		snprintf(why, sizeof(why), "worker of pair %u (%s) failed", m % L->p->pairs, vb_member_side(L, m));
+		shm_sync_abort(L->sync, -1, why);
+		/* usage (2) outranks runtime (1): it says what to fix */
+		if (*code == PB_EXIT_OK || (c == PB_EXIT_USAGE && *code == PB_EXIT_RUNTIME))
+			*code = c;
+	}
+}
+
+/*
+ * Reap every worker.  Meanwhile: forward SIGINT/SIGTERM/SIGHUP to them,
+ * watch their heartbeats, and SIGKILL whoever is left VB_GRACE_NS after the
+ * run was stopped.  Returns the exit code.
+ */
 static int vb_reap(struct vb_launch *L)
 {
 	unsigned left = L->members;
-	int code = PB_EXIT_OK;
-	uint64_t kill_at = 0;
-	bool aborted = false;
+	int code = PB_EXIT_OK, forwarded = 0;
+	uint64_t kill_at = 0, now = pb_clock_now_ns();
 
+	for (unsigned m = 0; m < L->members; m++)
+		L->beat_ns[m] = now;
 	while (left) {
 		int st;
 		pid_t pid = waitpid(-1, &st, WNOHANG);
 
-		if (pid <= 0) {
-			if (pid < 0 && errno == ECHILD)
-				break;
-			if (!kill_at && (vb_interrupted || aborted))
-				kill_at = pb_clock_now_ns() + (uint64_t)((L->p->c.timeout_s + 10) * 1e9);
-			if (kill_at && pb_clock_now_ns() > kill_at) {
-				for (unsigned m = 0; m < L->members; m++)
-					if (L->pid[m] > 0) {
-						pb_log_error("worker of pair %u (%s, pid %d) did not exit: killing it",
-							     m % L->p->pairs, vb_member_side(L, m), L->pid[m]);
-						kill(L->pid[m], SIGKILL);
-					}
-				kill_at = UINT64_MAX;
+		if (pid > 0) {
+			unsigned m;
+
+			for (m = 0; m < L->members && L->pid[m] != pid; m++)
+				;
+			if (m < L->members) {
+				left--;
+				vb_reaped(L, m, pid, st, &code, &kill_at);
 			}
-			vb_wait_child_event(kill_at ? 100 : 1000);
 			continue;
 		}
-		unsigned m;
-
-		for (m = 0; m < L->members && L->pid[m] != pid; m++)
-			;
-		if (m == L->members)
-			continue;
-		L->pid[m] = 0;
-		left--;
-		if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0 && !L->sh->w[m].done)) {
-			char why[200];
-
-			snprintf(why, sizeof(why), "worker of pair %u (%s, pid %d) died (%s %d)", m % L->p->pairs,
-				 vb_member_side(L, m), pid, WIFSIGNALED(st) ? "signal" : "exit",
-				 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-			pb_log_error("%s", why);
-			shm_sync_abort(L->sync, -1, why);
-			aborted = true;
-			if (code == PB_EXIT_OK)
-				code = PB_EXIT_RUNTIME;
-		} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-			int c = WEXITSTATUS(st);
-
-			/* usage (2) outranks runtime (1): it says what to fix */
-			if (code == PB_EXIT_OK || (c == PB_EXIT_USAGE && code == PB_EXIT_RUNTIME))
-				code = c;
+		if (pid < 0 && errno == ECHILD)
+			break;
+		now = pb_clock_now_ns();
+		if (vb_interrupted && !forwarded) {
+			forwarded = vb_interrupted;
+			vb_forward_signal(L, forwarded, &kill_at);
 		}
+		if (!kill_at && vb_watchdog(L, now, &kill_at) && code == PB_EXIT_OK)
+			code = PB_EXIT_RUNTIME;
+		if (kill_at && kill_at != UINT64_MAX && now > kill_at) {
+			for (unsigned m = 0; m < L->members; m++)
+				if (L->pid[m] > 0) {
+					pb_log_error("worker of pair %u (%s, pid %d) did not exit %.0f s after the run was stopped: killing it",
+						     m % L->p->pairs, vb_member_side(L, m), L->pid[m], VB_GRACE_NS / 1e9);
+					kill(L->pid[m], SIGKILL);
+				}
+			kill_at = UINT64_MAX;
+		}
+		vb_wait_child_event(kill_at ? 100 : 250);
 	}
 	return code;
+}
+
+/*
+ * Rows for what the leader did not write (it was killed, or stopped and
+ * killed): the CSV always has a row for every point, error rows included.
+ */
+static void vb_complete_rows(struct vb_launch *L)
+{
+	const struct vb_params *p = L->p;
+	struct pb_engine_params ep = vb_engine_params(L);
+	unsigned want = 1 + (unsigned)p->c.sizes.n * (p->pairs + 1), have = L->sh->csv_progress;
+	struct pb_sink sink = { .csv = L->csv };
+	char host[64] = "", why[500];
+
+	if (!L->csv || p->validate || L->sh->csv_errno || have >= want ||
+	    (!p->loopback && p->side == VB_SERVER))
+		return;
+	gethostname(host, sizeof(host) - 1);
+	snprintf(why, sizeof(why), "%s", L->why[0] ? L->why : "the leader worker ended without writing its rows");
+	if (pb_engine_rest_rows(&ep, host, have, why, &sink) || fflush(L->csv))
+		pb_log_error("writing error rows to %s failed: %s", vb_output_name(p), strerror(errno));
 }
 
 static int vb_run_workers(struct vb_launch *L)
@@ -425,6 +611,7 @@ static int vb_run_workers(struct vb_launch *L)
 	}
 	int code = vb_reap(L);
 
+	vb_complete_rows(L);
 	return m < L->members && code == PB_EXIT_OK ? PB_EXIT_RUNTIME : code;
 }
 
@@ -466,9 +653,10 @@ int vb_launch(struct vb_params *p, FILE *csv)
 	}
 	code = vb_run_workers(&L);
 	if (vb_interrupted) {
-		pb_log_error("interrupted: rows measured so far were written");
-		if (code == PB_EXIT_OK)
-			code = PB_EXIT_RUNTIME;
+		/* 128 + signal, the shell's convention: callers can tell an interruption from a failure. */
+		pb_log_error("interrupted by %s: rows measured so far were written, error rows for the rest",
+			     vb_sig_name(vb_interrupted));
+		code = 128 + vb_interrupted;
 	}
 	if (p->c.env_json && (rc = vb_env_write(p->c.env_json, p, L.sh, L.members, L.plan.note, &L.clock))) {
 		pb_log_error("writing --env-json %s: %s", p->c.env_json, strerror(-rc));
@@ -483,5 +671,9 @@ out:
 	if (L.topo)
 		hwloc_topology_destroy(L.topo);
 	munmap(L.sh, sizeof(*L.sh));
+	if (vb_interrupted) {
+		pb_log_error("interrupted by %s before the workers started", vb_sig_name(vb_interrupted));
+		return 128 + vb_interrupted;
+	}
 	return pb_exit_code(rc);
 }
