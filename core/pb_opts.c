@@ -9,16 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * Values are echoed in messages clipped to PB_CLIP characters + "...": a
- * 10 KB value must not push the reason out of the message.
- */
-#define PB_CLIP "40"
-#define PB_CLIP_N 40
+/* A clipped copy in a buffer of the calling statement (C11 compound literal). */
+#define PB_CLIP(v) pb_opts_clip((v), (char[PB_CLIP_CHARS + 4]){ 0 }, PB_CLIP_CHARS + 4)
 
-static const char *pb_more(const char *s)
+const char *pb_opts_clip(const char *v, char *buf, size_t len)
 {
-	return strlen(s) > PB_CLIP_N ? "..." : "";
+	size_t n = 0, max = len > 4 ? len - 4 : 0;
+
+	if (!len)
+		return "";
+	for (; v[n] && n < max && n < PB_CLIP_CHARS; n++)
+		buf[n] = isprint((unsigned char)v[n]) ? v[n] : '?';
+	buf[n] = 0;
+	if (v[n])
+		strcpy(buf + n, "...");
+	return buf;
 }
 
 static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, char *err,
@@ -29,13 +34,13 @@ static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, cha
 	unsigned shift = 0;
 
 	if (!*text || !isdigit((unsigned char)*text)) {
-		snprintf(err, errlen, "'%." PB_CLIP "s%s' is not a non-negative integer", text, pb_more(text));
+		snprintf(err, errlen, "'%s' is not a non-negative integer", PB_CLIP(text));
 		return -EINVAL;
 	}
 	errno = 0;
 	v = strtoull(text, &end, 10);
 	if (errno == ERANGE) {
-		snprintf(err, errlen, "'%." PB_CLIP "s%s' is too large", text, pb_more(text));
+		snprintf(err, errlen, "'%s' is too large", PB_CLIP(text));
 		return -EINVAL;
 	}
 	if (suffixes && *end) {
@@ -49,12 +54,12 @@ static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, cha
 			end++;
 	}
 	if (*end) {
-		snprintf(err, errlen, "'%." PB_CLIP "s%s' has trailing characters '%." PB_CLIP "s%s'%s", text,
-			 pb_more(text), end, pb_more(end), suffixes ? " (suffixes: K, M, G)" : "");
+		snprintf(err, errlen, "'%s' has trailing characters '%s'%s", PB_CLIP(text),
+			 PB_CLIP(end), suffixes ? " (suffixes: K, M, G)" : "");
 		return -EINVAL;
 	}
 	if (shift && v > (UINT64_MAX >> shift)) {
-		snprintf(err, errlen, "'%." PB_CLIP "s%s' is too large", text, pb_more(text));
+		snprintf(err, errlen, "'%s' is too large", PB_CLIP(text));
 		return -EINVAL;
 	}
 	*out = (uint64_t)v << shift;
@@ -194,7 +199,7 @@ static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, c
 		errno = 0;
 		d = strtod(val, &end);
 		if (!*val || *end || errno || !isfinite(d)) {
-			snprintf(err, errlen, "'%." PB_CLIP "s%s' is not a number", val, pb_more(val));
+			snprintf(err, errlen, "'%s' is not a number", PB_CLIP(val));
 			return -EINVAL;
 		}
 		rc = pb_opt_check_range(o, d, err, errlen);
@@ -233,7 +238,7 @@ static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, c
 			char range[256];
 
 			pb_opt_range_text(o, range, sizeof(range));
-			snprintf(err, errlen, "'%." PB_CLIP "s%s' is not one of %s", val, pb_more(val), range);
+			snprintf(err, errlen, "'%s' is not one of %s", PB_CLIP(val), range);
 		}
 		return -EINVAL;
 	}
@@ -281,10 +286,39 @@ static int pb_opts_defaults(const struct pb_opt *t, size_t n, void *params)
 
 #define PB_OPTS_FAIL(...) (snprintf(msg, msglen, __VA_ARGS__), -EINVAL)
 
+/*
+ * Make a reason from any parser one short line: every quoted value ('...')
+ * longer than PB_CLIP_CHARS is clipped, non-printable characters become '?'.
+ */
+static void pb_opts_clip_quoted(char *s)
+{
+	char *r = s, *w = s;
+
+	while (*r) {
+		if (*r == '\'') {
+			char *end = strchr(r + 1, '\'');
+			size_t n = end ? (size_t)(end - r - 1) : 0;
+
+			if (end && n > PB_CLIP_CHARS) {
+				*w++ = '\'';
+				for (size_t i = 0; i < PB_CLIP_CHARS; i++)
+					*w++ = isprint((unsigned char)r[1 + i]) ? r[1 + i] : '?';
+				memcpy(w, "...'", 4);
+				w += 4;
+				r = end + 1;
+				continue;
+			}
+		}
+		*w++ = isprint((unsigned char)*r) ? *r : '?';
+		r++;
+	}
+	*w = 0;
+}
+
 int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, void *params,
 		      struct pb_opts_result *res, char *msg, size_t msglen)
 {
-	char err[512];
+	char err[1280]; /* room for a list parser's echo of a whole 1000-character value */
 	int rc;
 
 	res->set_mask = 0;
@@ -297,8 +331,8 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 		char shown[64];
 
 		if (arg[0] != '-' || !arg[1] || (arg[1] == '-' && !arg[2])) {
-			return PB_OPTS_FAIL("unexpected argument '%." PB_CLIP "s%s' (options start with '-'; see --help)",
-					    arg, pb_more(arg));
+			return PB_OPTS_FAIL("unexpected argument '%s' (options start with '-'; see --help)",
+					    PB_CLIP(arg));
 		}
 		if (arg[1] == '-') {
 			eq = strchr(arg + 2, '=');
@@ -314,7 +348,7 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 				snprintf(shown, sizeof(shown), "-%c (--%s)", arg[1], o->name);
 		}
 		if (!o) {
-			return PB_OPTS_FAIL("unknown option '%." PB_CLIP "s%s' (see --help)", arg, pb_more(arg));
+			return PB_OPTS_FAIL("unknown option '%s' (see --help)", PB_CLIP(arg));
 		}
 		if (o->type == PB_OPT_FLAG && val) {
 			return PB_OPTS_FAIL("option %s takes no value", shown);
@@ -326,8 +360,10 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 			val = argv[++i];
 		}
 		rc = pb_opt_store(o, val, params, err, sizeof(err));
-		if (rc)
+		if (rc) {
+			pb_opts_clip_quoted(err);
 			return PB_OPTS_FAIL("invalid value for %s: %s", shown, err);
+		}
 		res->set_mask |= 1ull << (o - t);
 	}
 	if (rc)

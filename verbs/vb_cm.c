@@ -18,6 +18,7 @@
 
 #include "pb_clock.h"
 #include "pb_log.h"
+#include "pb_opts.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -362,7 +363,10 @@ static int vb_sockaddr(struct vb_worker *w, const char *host, unsigned port, str
 	}
 	snprintf(ps, sizeof(ps), "%u", port);
 	if ((rc = getaddrinfo(host, ps, &hints, &res))) {
-		snprintf(w->error, sizeof(w->error), "cannot resolve host '%s': %s", host, gai_strerror(rc));
+		char c[PB_CLIP_CHARS + 4];
+
+		snprintf(w->error, sizeof(w->error), "cannot resolve host '%s': %s", pb_opts_clip(host, c, sizeof(c)),
+			 gai_strerror(rc));
 		return -EINVAL;
 	}
 	memcpy(sa, res->ai_addr, sizeof(*sa));

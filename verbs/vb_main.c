@@ -118,8 +118,10 @@ static int vb_parse_auto(const char *opt, const char *text, long max, int *out)
 	}
 	v = strtol(text, &end, 10);
 	if (!*text || *end || v < 0 || v > max) {
-		pb_log_error("option %s: '%.40s%s' is not 'auto' or an integer in [0, %ld]", opt, text,
-			     strlen(text) > 40 ? "..." : "", max);
+		char c[PB_CLIP_CHARS + 4];
+
+		pb_log_error("option %s: '%s' is not 'auto' or an integer in [0, %ld]", opt,
+			     pb_opts_clip(text, c, sizeof(c)), max);
 		return -EINVAL;
 	}
 	*out = (int)v;
@@ -206,8 +208,8 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 	int rc;
 
 	if (!t) {
-		pb_log_error("option --test: unknown test '%.40s%s' (see --list-tests)", p->c.test,
-			     strlen(p->c.test) > 40 ? "..." : "");
+		pb_log_error("option --test: unknown test '%s' (see --list-tests)",
+			     pb_opts_clip(p->c.test, err, sizeof(err)));
 		return -EINVAL;
 	}
 	p->test_desc = t;
@@ -221,8 +223,8 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 		for (size_t i = 0; p->variant && t->variants[i]; i++)
 			ok |= !strcmp(p->variant, t->variants[i]);
 		if (!ok) {
-			pb_log_error("option --variant: '%.40s%s' is not a variant of %s (fadd, cswap)", p->variant,
-				     strlen(p->variant) > 40 ? "..." : "", t->name);
+			pb_log_error("option --variant: '%s' is not a variant of %s (fadd, cswap)",
+				     pb_opts_clip(p->variant, err, sizeof(err)), t->name);
 			return -EINVAL;
 		}
 		if (!p->variant)
