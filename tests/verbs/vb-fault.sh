@@ -37,13 +37,17 @@ start() { # out-csv args...
     "$bin" "${common[@]}" -o "$out" "$@" 2>"$work/e" &
     lpid=$!; pids+=("$lpid")
 }
-# Wait until the launcher has N children (its workers); prints them sorted (member order).
+# Wait until the launcher has N workers; prints them sorted (member order). The
+# short-lived device probe child comes first: a list counts once it is stable.
 workers() { # n
-    local kids=""
+    local kids="" prev=""
     for _ in $(seq 200); do
         kids=$(pgrep -P "$lpid" | sort -n)
-        [ "$(printf '%s\n' "$kids" | grep -c .)" -ge "$1" ] && { printf '%s\n' "$kids"; return 0; }
-        sleep 0.05
+        if [ "$(printf '%s\n' "$kids" | grep -c .)" -ge "$1" ] && [ "$kids" = "$prev" ]; then
+            printf '%s\n' "$kids"; return 0
+        fi
+        prev=$kids
+        sleep 0.2
     done
     fail "the launcher never had $1 workers"
 }
@@ -155,8 +159,8 @@ kill-peer-remote)  # two launchers (as on two nodes): the server's worker killed
     ;;
 long-stream)       # class 3: a stream far longer than --timeout passes (progress resets every wait's deadline)
     t0=$(now)
-    "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_lat -s 8 -w 0 -n 40000 -o "$work/o.csv" 2>"$work/e"
-    rc=$?; took=$(elapsed "$t0"); info "write_lat -n 40000 --timeout 1: exit $rc in $took s"
+    "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_lat -s 8 -w 0 -n 100000 -o "$work/o.csv" 2>"$work/e"
+    rc=$?; took=$(elapsed "$t0"); info "write_lat -n 100000 --timeout 1: exit $rc in $took s"
     expect_rc 0
     le 1.5 "$took" || info "note: the stream was shorter than expected ($took s)"
     "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_bw -s 4096 -w 0 -n 8000 -o "$work/b.csv" 2>"$work/e"
@@ -165,11 +169,12 @@ long-stream)       # class 3: a stream far longer than --timeout passes (progres
     ;;
 long-stream-remote) # class 3 across two launchers: read_lat's passive server sees progress only through its peeks
     t0=$(now)
-    "$bin" "${common[@]}" --timeout 1 --server -p $port --test read_lat -s 8 -w 0 -n 40000 -o "$work/s.csv" 2>"$work/s.err" &
+    "$bin" "${common[@]}" --timeout 3 --server -p $port --test read_lat -s 8 -w 0 -n 30000 -o "$work/s.csv" 2>"$work/s.err" &
     spid=$!; pids+=("$spid")
-    "$bin" "${common[@]}" --timeout 1 --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n 40000 -o "$work/o.csv" 2>"$work/e"
+    lpid=$spid; workers 1 >/dev/null   # the server listens before the client starts
+    "$bin" "${common[@]}" --timeout 3 --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n 30000 -o "$work/o.csv" 2>"$work/e"
     rc=$?; wait "$spid"; src=$?
-    info "read_lat -n 40000 --timeout 1 across two launchers: client $rc, server $src, $(elapsed "$t0") s"
+    info "read_lat -n 30000 --timeout 3 across two launchers: client $rc, server $src, $(elapsed "$t0") s"
     cat "$work/s.err" >> "$work/e"
     expect_rc 0
     [ "$src" -eq 0 ] || fail "server exit $src"
