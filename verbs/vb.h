@@ -203,6 +203,7 @@ struct vb_worker {
 	struct ibv_recv_wr rwr;
 	struct ibv_sge rsge;
 	uint32_t recvs_posted;
+	uint64_t stray_recvs;     /* receives reaped while waiting for a ctrl write (vb_ctrl_reap) */
 	/* protocol state */
 	uint64_t ctrl_step;
 	uint64_t stream_no;
@@ -224,10 +225,10 @@ void vb_fault_point(const struct vb_worker *w, enum vb_phase phase);
 
 /* vb_dev.c: run in the probe child (verbs allowed there). Fills *pr; returns 0 or -errno. */
 int vb_dev_probe(const struct vb_params *p, struct vb_probe *pr);
-/* Launcher: JSON environment record (ci: the launcher's clock calibration).
- * Returns 0 or -errno. */
+/* Launcher: JSON environment record into f, opened by main() (ci: the launcher's clock
+ * calibration).  Returns 0 or -errno. */
 struct pb_clock_info;
-int vb_env_write(const char *path, const struct vb_params *p, const struct vb_shared *sh,
+int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci);
 /* IB MTU enum <-> bytes. */
 int vb_mtu_bytes(int mtu_enum);
@@ -312,6 +313,7 @@ int vb_send_access(const struct vb_params *p, enum vb_side side, unsigned pair);
 int vb_atomic_access(const struct vb_params *p, enum vb_side side, unsigned pair);
 
 /* vb_launch.c */
-int vb_launch(struct vb_params *p, FILE *csv);
+/* Run; rows to csv, the environment record to env (NULL: none). Returns the exit code. */
+int vb_launch(struct vb_params *p, FILE *csv, FILE *env);
 
 #endif

@@ -39,7 +39,7 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t
 	struct ibv_cq *cq = w->cq;
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc[16];
-	unsigned spins = 0;
+	uint64_t spins = 0, next_check = 1024;
 	int rc, ne;
 
 	vb_watch_start(w, &wt, "send-queue completions", false);
@@ -77,9 +77,14 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t
 			snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
 			return -EIO;
 		}
-		/* Every 1024 passes (busy or not): heartbeat, signals, abort, and the
-		 * deadline, which counts from the last completion seen. */
-		if (++spins % 1024 == 0) {
+		/*
+		 * Every 1024 passes + posts (busy or not; a pass may post a whole
+		 * window, and posting is a system call on some providers): heartbeat,
+		 * signals, abort, and the deadline, which counts from the last
+		 * completion seen.
+		 */
+		if (++spins + scnt >= next_check) {
+			next_check = spins + scnt + 1024;
 			wt.progress = ccnt + *recvd;
 			if ((rc = vb_watch_check(w, &wt)))
 				return rc;

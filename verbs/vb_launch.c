@@ -513,15 +513,18 @@ static void vb_reaped(struct vb_launch *L, unsigned m, pid_t pid, int st, int *c
 }
 
 /*
- * Reap every worker.  Meanwhile: forward SIGINT/SIGTERM/SIGHUP to them,
- * watch their heartbeats, and SIGKILL whoever is left VB_GRACE_NS after the
- * run was stopped.  Returns the exit code.
+ * Reap every worker.  Meanwhile (waking at most every second, or every
+ * quarter of --timeout): forward SIGINT/SIGTERM/SIGHUP to them, watch their
+ * heartbeats, and SIGKILL whoever is left VB_GRACE_NS after the run was
+ * stopped.  Returns the exit code.
  */
 static int vb_reap(struct vb_launch *L)
 {
 	unsigned left = L->members;
 	int code = PB_EXIT_OK, forwarded = 0;
 	uint64_t kill_at = 0, now = pb_clock_now_ns();
+	/* Watchdog resolution: a quarter of --timeout, at most 1 s (few wake-ups while measuring). */
+	long poll_ms = L->p->c.timeout_s >= 4 ? 1000 : (long)(L->p->c.timeout_s * 250) + 1;
 
 	for (unsigned m = 0; m < L->members; m++)
 		L->beat_ns[m] = now;
@@ -558,7 +561,7 @@ static int vb_reap(struct vb_launch *L)
 				}
 			kill_at = UINT64_MAX;
 		}
-		vb_wait_child_event(kill_at ? 100 : 250);
+		vb_wait_child_event(kill_at ? 100 : poll_ms);
 	}
 	return code;
 }
@@ -579,7 +582,9 @@ static void vb_complete_rows(struct vb_launch *L)
 	    (!p->loopback && p->side == VB_SERVER))
 		return;
 	gethostname(host, sizeof(host) - 1);
-	snprintf(why, sizeof(why), "%s", L->why[0] ? L->why : "the leader worker ended without writing its rows");
+	/* The first reason anyone gave (the group's abort), else the launcher's. */
+	if (!shm_sync_aborted(L->sync, why, sizeof(why)))
+		snprintf(why, sizeof(why), "%s", L->why[0] ? L->why : "the leader worker ended without writing its rows");
 	if (pb_engine_rest_rows(&ep, host, have, why, &sink) || fflush(L->csv))
 		pb_log_error("writing error rows to %s failed: %s", vb_output_name(p), strerror(errno));
 }
@@ -615,7 +620,7 @@ static int vb_run_workers(struct vb_launch *L)
 	return m < L->members && code == PB_EXIT_OK ? PB_EXIT_RUNTIME : code;
 }
 
-int vb_launch(struct vb_params *p, FILE *csv)
+int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 {
 	struct vb_launch L = { .p = p, .csv = csv };
 	int rc, code;
@@ -658,7 +663,7 @@ int vb_launch(struct vb_params *p, FILE *csv)
 			     vb_sig_name(vb_interrupted));
 		code = 128 + vb_interrupted;
 	}
-	if (p->c.env_json && (rc = vb_env_write(p->c.env_json, p, L.sh, L.members, L.plan.note, &L.clock))) {
+	if (env && (rc = vb_env_write(env, p, L.sh, L.members, L.plan.note, &L.clock))) {
 		pb_log_error("writing --env-json %s: %s", p->c.env_json, strerror(-rc));
 		if (code == PB_EXIT_OK)
 			code = PB_EXIT_RUNTIME;

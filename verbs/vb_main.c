@@ -289,35 +289,36 @@ static void vb_std_fds(void)
 }
 
 /*
- * Open --output for writing.  Never blocks: a FIFO without a reader is an
+ * Open --output (or --env-json) for writing, before the run: a bad path is
+ * refused before anything is measured.  Never blocks: a FIFO without a reader is an
  * error (O_NONBLOCK open), not a hang.  Written through, never replaced: a
  * device node, a FIFO or a symlink stays what it is; a regular file is
  * truncated.  NULL after one error line.
  */
-static FILE *vb_open_output(const char *path)
+static FILE *vb_open_output(const char *opt, const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666), flags;
 	struct stat st;
 	FILE *f;
 
 	if (fd < 0) {
-		pb_log_error("cannot open --output %s: %s", path,
+		pb_log_error("cannot open %s %s: %s", opt, path,
 			     errno == ENXIO ? "it is a FIFO with no reader (start the reader first)" : strerror(errno));
 		return NULL;
 	}
 	if (fstat(fd, &st) || (S_ISREG(st.st_mode) && ftruncate(fd, 0))) {
-		pb_log_error("cannot open --output %s: %s", path, strerror(errno));
+		pb_log_error("cannot open %s %s: %s", opt, path, strerror(errno));
 		close(fd);
 		return NULL;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		pb_log_error("cannot open --output %s: it is a directory", path);
+		pb_log_error("cannot open %s %s: it is a directory", opt, path);
 		close(fd);
 		return NULL;
 	}
 	if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
 	    !(f = fdopen(fd, "w"))) {
-		pb_log_error("cannot open --output %s: %s", path, strerror(errno));
+		pb_log_error("cannot open %s %s: %s", opt, path, strerror(errno));
 		close(fd);
 		return NULL;
 	}
@@ -334,7 +335,7 @@ int main(int argc, char **argv)
 {
 	struct vb_params p;
 	struct pb_opts_result res;
-	FILE *csv = stdout;
+	FILE *csv = stdout, *env = NULL;
 	int rc;
 
 	memset(&p, 0, sizeof(p));
@@ -361,11 +362,20 @@ int main(int argc, char **argv)
 		return PB_EXIT_USAGE;
 	}
 	vb_std_fds();
-	if (p.c.output && !(csv = vb_open_output(p.c.output)))
+	if (p.c.output && !(csv = vb_open_output("--output", p.c.output)))
 		return PB_EXIT_USAGE;
+	if (p.c.env_json && !(env = vb_open_output("--env-json", p.c.env_json))) {
+		if (csv != stdout)
+			fclose(csv);
+		return PB_EXIT_USAGE;
+	}
 	/* Rows reach the file as they are made: an interrupted run keeps what it measured. */
 	setvbuf(csv, NULL, _IOLBF, 0);
-	rc = vb_launch(&p, csv);
+	rc = vb_launch(&p, csv, env);
+	if (env && fclose(env) && !rc) {
+		pb_log_error("writing --env-json %s failed: %s", p.c.env_json, strerror(errno));
+		rc = PB_EXIT_RUNTIME;
+	}
 	if (csv != stdout && fclose(csv) && !rc) {
 		pb_log_error("writing %s failed: %s", p.c.output, strerror(errno));
 		rc = PB_EXIT_RUNTIME;

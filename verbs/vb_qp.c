@@ -233,14 +233,27 @@ int vb_recv_repost(struct vb_worker *w, uint64_t *recvd)
 	return vb_post_recvs(w, 1);
 }
 
-/* Wait for the completion of the ctrl write; any other completion is a protocol error. */
+/*
+ * Wait for the completion of the ctrl write.  A receive may come first (send
+ * tests: the peer's stream goes on, e.g. --bidir, or its next stream already
+ * began): it is reposted and counted in w->stray_recvs for the stream's
+ * count.  Any other completion is a protocol error.
+ */
 static int vb_ctrl_reap(struct vb_worker *w)
 {
 	struct ibv_wc wc;
-	int rc = vb_wait_one_cqe(w, &wc, "a ctrl write completion");
+	int rc;
 
-	if (rc || wc.wr_id == VB_WRID_CTRL)
-		return rc;
+	for (;;) {
+		if ((rc = vb_wait_one_cqe(w, &wc, "a ctrl write completion")))
+			return rc;
+		if (!(wc.opcode & IBV_WC_RECV))
+			break;
+		if ((rc = vb_recv_repost(w, &w->stray_recvs)))
+			return rc;
+	}
+	if (wc.wr_id == VB_WRID_CTRL)
+		return 0;
 	snprintf(w->error, sizeof(w->error),
 		 "unexpected completion (opcode %d, wr_id %llu) while waiting for a ctrl write",
 		 (int)wc.opcode, (unsigned long long)wc.wr_id);
@@ -305,6 +318,8 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, u
 
 	/* Sends: the receives are the progress.  Otherwise the peer's pace (group, peek). */
 	vb_watch_start(w, &wt, "the peer's end of stream", !sends);
+	*recvd += w->stray_recvs;  /* receives a ctrl write's reap took for us */
+	w->stray_recvs = 0;
 	for (;;) {
 		uint64_t word = w->ctrl->in[2];
 

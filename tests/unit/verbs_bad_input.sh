@@ -32,6 +32,7 @@ check "FIFO with no reader" -o "$work/fifo"
 [ -p "$work/fifo" ] || { echo "FAIL: the FIFO was replaced"; fail=1; }
 check "Is a directory" -o "$work"
 check "cannot open --output" -o "$work/missing/out.csv"
+check "cannot open --env-json" --env-json "$work/missing/env.json"
 err=$("$bin" --loopback 2>&1 >&-); rc=$?
 case "$rc:$err" in 2:*"stdout is closed"*) ;; *) echo "FAIL: closed stdout -> exit $rc: $err"; fail=1 ;; esac
 exit $fail

@@ -204,9 +204,9 @@ stray-rping|stray-perftest) # a stranger connects first: rejected, one line, the
     spid=$!; pids+=("$spid")
     sleep 1
     if [ "$case_" = stray-rping ]; then
-        timeout 10 rping -c -a "$ip" -p $port -C 1 >/dev/null 2>&1
+        timeout 5 rping -c -a "$ip" -p $port -C 1 >/dev/null 2>&1
     else
-        timeout 10 ib_write_lat -R -p $port -n 5 "$ip" >/dev/null 2>&1
+        timeout 5 ib_write_lat -R -p $port -n 5 "$ip" >/dev/null 2>&1
     fi
     for _ in $(seq 100); do grep -q "rejected a connection" "$work/s.err" && break; sleep 0.05; done
     "$bin" "${common[@]}" --timeout 20 --connect "$ip" -p $port --test write_lat -s 8 -n 20 -o "$work/o.csv" 2>"$work/e"
