@@ -42,12 +42,12 @@ start() { # out-csv args...
 workers() { # n
     local kids="" prev=""
     for _ in $(seq 200); do
-        kids=$(pgrep -P "$lpid" | sort -n)
+        kids=$(tr ' ' '\n' < "/proc/$lpid/task/$lpid/children" 2>/dev/null | grep . | sort -n)
         if [ "$(printf '%s\n' "$kids" | grep -c .)" -ge "$1" ] && [ "$kids" = "$prev" ]; then
             printf '%s\n' "$kids"; return 0
         fi
         prev=$kids
-        sleep 0.2
+        sleep 0.1
     done
     fail "the launcher never had $1 workers"
 }
@@ -150,7 +150,7 @@ kill-peer-remote)  # two launchers (as on two nodes): the server's worker killed
     spid=$!; pids+=("$spid")
     start "$work/o.csv" --connect "$ip" -p $port --test write_lat -s 8 -w 0 -n 100000000
     lp=$lpid; lpid=$spid; w=$(workers 1); lpid=$lp
-    sleep 2; t0=$(now); kill -9 "$w"
+    sleep 1; t0=$(now); kill -9 "$w"
     finish "$t0" $(( T + 4 ))
     wait "$spid"
     expect_rc 1
@@ -169,12 +169,11 @@ long-stream)       # class 3: a stream far longer than --timeout passes (progres
     ;;
 long-stream-remote) # class 3 across two launchers: read_lat's passive server sees progress only through its peeks
     t0=$(now)
-    "$bin" "${common[@]}" --timeout 3 --server -p $port --test read_lat -s 8 -w 0 -n 30000 -o "$work/s.csv" 2>"$work/s.err" &
+    "$bin" "${common[@]}" --timeout 4 --server -p $port --test read_lat -s 8 -w 0 -n 30000 -o "$work/s.csv" 2>"$work/s.err" &
     spid=$!; pids+=("$spid")
-    lpid=$spid; workers 1 >/dev/null   # the server listens before the client starts
-    "$bin" "${common[@]}" --timeout 3 --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n 30000 -o "$work/o.csv" 2>"$work/e"
+    "$bin" "${common[@]}" --timeout 4 --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n 30000 -o "$work/o.csv" 2>"$work/e"
     rc=$?; wait "$spid"; src=$?
-    info "read_lat -n 30000 --timeout 3 across two launchers: client $rc, server $src, $(elapsed "$t0") s"
+    info "read_lat -n 30000 --timeout 4 across two launchers: client $rc, server $src, $(elapsed "$t0") s"
     cat "$work/s.err" >> "$work/e"
     expect_rc 0
     [ "$src" -eq 0 ] || fail "server exit $src"
