@@ -13,7 +13,8 @@
  * generation and the abort flag sit on separate cache lines.  A waiter spins
  * briefly, then calls sched_yield() a few times, then sleeps on a futex on
  * the generation word in 1 ms slices (machines may be oversubscribed: the
- * members it waits for need the CPU).  Every wait has a deadline.  While waiting it watches the abort flag and whether
+ * members it waits for need the CPU).  Every wait has a deadline, counted
+ * from the group's last progress (shm_sync_progress).  While waiting it watches the abort flag and whether
  * the members that have not arrived are still alive, so one failed or dead
  * member makes every other member's barrier return an error promptly.
  */

@@ -220,7 +220,7 @@ struct vb_worker {
 /* vb_main.c: the signal (SIGINT, SIGTERM, SIGHUP) that interrupts the run, 0 = none. */
 extern volatile sig_atomic_t vb_interrupted;
 /* Fault injection for the fault tests (PAIRBENCH_FAULT=PHASE:SIGNAL:MEMBER, docs/failure-modes.md). */
-enum vb_phase { VB_PHASE_CONNECT, VB_PHASE_WARMUP, VB_PHASE_TIMED, VB_PHASE_FINAL };
+enum vb_phase { VB_PHASE_CONNECT, VB_PHASE_FINAL };
 void vb_fault_point(const struct vb_worker *w, enum vb_phase phase);
 
 /* vb_dev.c: run in the probe child (verbs allowed there). Fills *pr; returns 0 or -errno. */

@@ -28,7 +28,7 @@ volatile sig_atomic_t vb_interrupted;
  */
 void vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
 {
-	static const char *const names[] = { "connect", "warmup", "timed", "final" };
+	static const char *const names[] = { "connect", "final" };
 	const char *f = getenv("PAIRBENCH_FAULT");
 	char ph[16], sig[8];
 	unsigned member;
