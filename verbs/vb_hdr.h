@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define VB_HDR_MAGIC 0x50425631u   /* "PBV1" */
-#define VB_HDR_VERSION 1
+#define VB_HDR_VERSION 2  /* 2: ctrl words readable by the peer (progress reads) */
 #define VB_HDR_WIRE_BYTES 52
 
 struct vb_hdr {
