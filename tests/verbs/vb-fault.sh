@@ -75,6 +75,26 @@ expect_rows() { # csv nsizes pairs
     have=$(grep -c . "$1" 2>/dev/null || echo 0)
     [ "$have" -eq "$want" ] || { cat "$1" >&2; fail "$have CSV lines, expected $want (a row for every point, error rows included)"; }
 }
+# Iterations for a stream of about 3 x TIMEOUT s on this machine, from a short
+# calibration run (the timed window of its CSV row): a class-3 test must not
+# depend on the machine's speed.
+stream_n() { # timeout test args...
+    local t=$1; shift
+    "$bin" "${common[@]}" --loopback -p $(( port + 1 )) --test "$1" -w 0 -n 3000 "${@:2}" -o "$work/cal.csv" 2>"$work/e" ||
+        fail "calibration run of $1 failed"
+    python3 - "$work/cal.csv" "$t" <<'PY'
+import csv, math, sys
+row = next(r for r in csv.DictReader(open(sys.argv[1])) if r["pair_id"] == "0")
+per = float(row["duration_s"]) / int(row["iterations"])
+print(min(5_000_000, max(3000, math.ceil(3 * float(sys.argv[2]) / per))))
+PY
+}
+# The timed window of pair 0 (CSV) must exceed --timeout, or the case proved nothing.
+window() { # csv timeout
+    local w; w=$(python3 -c 'import csv,sys; print(next(r for r in csv.DictReader(open(sys.argv[1])) if r["pair_id"] == "0")["duration_s"])' "$1")
+    info "timed window $w s with --timeout $2 s"
+    le "$2" "$w" || fail "the stream ($w s) was not longer than --timeout $2: the case proves nothing (machine faster than its calibration?)"
+}
 # Nothing of ours left: processes, shm segments, QPs.
 leftovers() {
     sleep 0.3
@@ -157,26 +177,24 @@ kill-peer-remote)  # two launchers (as on two nodes): the server's worker killed
     expect_msg "no progress for"; expect_msg "waiting for the peer's reply write"
     expect_rows "$work/o.csv" 1 1
     ;;
-long-stream)       # class 3: a stream far longer than --timeout passes (progress resets every wait's deadline)
-    t0=$(now)
-    "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_lat -s 8 -w 0 -n 100000 -o "$work/o.csv" 2>"$work/e"
-    rc=$?; took=$(elapsed "$t0"); info "write_lat -n 100000 --timeout 1: exit $rc in $took s"
-    expect_rc 0
-    le 1.5 "$took" || info "note: the stream was shorter than expected ($took s)"
-    "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_bw -s 4096 -w 0 -n 8000 -o "$work/b.csv" 2>"$work/e"
-    rc=$?; info "write_bw -n 8000 --timeout 1: exit $rc in $(elapsed "$t0") s (cumulated)"
-    expect_rc 0
+long-stream)       # class 3: streams several times longer than --timeout pass (progress resets every wait's deadline)
+    n=$(stream_n 1 write_lat -s 8); info "write_lat: $n iterations for a stream of ~3 s"
+    "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_lat -s 8 -w 0 -n "$n" -o "$work/o.csv" 2>"$work/e"
+    rc=$?; expect_rc 0; window "$work/o.csv" 1
+    n=$(stream_n 1 write_bw -s 4096); info "write_bw: $n messages for a stream of ~3 s"
+    "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_bw -s 4096 -w 0 -n "$n" -o "$work/o.csv" 2>"$work/e"
+    rc=$?; expect_rc 0; window "$work/o.csv" 1
     ;;
 long-stream-remote) # class 3 across two launchers: read_lat's passive server sees progress only through its peeks
-    t0=$(now)
-    "$bin" "${common[@]}" --timeout 4 --server -p $port --test read_lat -s 8 -w 0 -n 30000 -o "$work/s.csv" 2>"$work/s.err" &
+    n=$(stream_n 3 read_lat -s 8); info "read_lat: $n iterations for a stream of ~9 s"
+    "$bin" "${common[@]}" --server -p $port --test read_lat -s 8 -w 0 -n "$n" -o "$work/s.csv" 2>"$work/s.err" &
     spid=$!; pids+=("$spid")
-    "$bin" "${common[@]}" --timeout 4 --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n 30000 -o "$work/o.csv" 2>"$work/e"
+    "$bin" "${common[@]}" --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n "$n" -o "$work/o.csv" 2>"$work/e"
     rc=$?; wait "$spid"; src=$?
-    info "read_lat -n 30000 --timeout 4 across two launchers: client $rc, server $src, $(elapsed "$t0") s"
     cat "$work/s.err" >> "$work/e"
     expect_rc 0
     [ "$src" -eq 0 ] || fail "server exit $src"
+    window "$work/o.csv" $T
     ;;
 sigterm|sighup|sigint) # a signal to the main PID only: forwarded, error rows for the rest, exit 128+N
     sig=${case_#sig}; sig=${sig^^}
