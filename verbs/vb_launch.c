@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -106,10 +107,18 @@ static void vb_wait_child_event(long max_ms)
 	sigtimedwait(&vb_sigchld_set, NULL, &ts); /* EAGAIN / EINTR: the caller re-checks */
 }
 
-/* Probe the device in a child process; the launcher stays free of ibv_* calls. */
+/*
+ * Probe the device in a child process; the launcher stays free of ibv_* calls.
+ * The child is named "pbv-probe" (ps, tests: not a worker).  Its deadline is
+ * --timeout but at least 30 s: a device query is no peer wait, and opening a
+ * device can take seconds on a loaded machine.
+ */
+#define VB_PROBE_MIN_NS 30000000000ull
+
 static int vb_probe(struct vb_launch *L)
 {
-	uint64_t deadline = pb_clock_now_ns() + (uint64_t)(L->p->c.timeout_s * 1e9);
+	uint64_t limit = (uint64_t)(L->p->c.timeout_s * 1e9);
+	uint64_t deadline = pb_clock_now_ns() + (limit = limit > VB_PROBE_MIN_NS ? limit : VB_PROBE_MIN_NS);
 	struct vb_probe *pr = &L->sh->probe;
 	int st;
 	pid_t pid = fork();
@@ -120,6 +129,7 @@ static int vb_probe(struct vb_launch *L)
 	}
 	if (pid == 0) {
 		vb_child_restore_mask();
+		prctl(PR_SET_NAME, "pbv-probe", 0, 0, 0);
 		_exit(vb_dev_probe(L->p, pr) ? 1 : 0);
 	}
 	for (;;) {
@@ -132,7 +142,7 @@ static int vb_probe(struct vb_launch *L)
 			waitpid(pid, &st, 0);
 			if (vb_interrupted)
 				return -EINTR;
-			pb_log_error("querying the RDMA device took longer than --timeout");
+			pb_log_error("querying the RDMA device took longer than %.0f s", (double)limit / 1e9);
 			return -ETIMEDOUT;
 		}
 		vb_wait_child_event(100);

@@ -38,11 +38,12 @@ start() { # out-csv args...
     lpid=$!; pids+=("$lpid")
 }
 # Wait until the launcher has N workers; prints them sorted (member order). The
-# short-lived device probe child comes first: a list counts once it is stable.
+# short-lived device probe child ("pbv-probe") is not one; a list counts once stable.
 workers() { # n
     local kids="" prev=""
     for _ in $(seq 200); do
-        kids=$(tr ' ' '\n' < "/proc/$lpid/task/$lpid/children" 2>/dev/null | grep . | sort -n)
+        kids=$(for k in $(cat "/proc/$lpid/task/$lpid/children" 2>/dev/null); do
+                   [ "$(cat "/proc/$k/comm" 2>/dev/null)" = pairbench-verbs ] && echo "$k"; done | sort -n)
         if [ "$(printf '%s\n' "$kids" | grep -c .)" -ge "$1" ] && [ "$kids" = "$prev" ]; then
             printf '%s\n' "$kids"; return 0
         fi
