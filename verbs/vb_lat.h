@@ -100,6 +100,11 @@ vb_lat_loop(struct vb_worker *w, const enum vb_lat_mode mode,
 		s.progress = i;
 		if ((rc = iter(w, &s, i)))
 			break;
+		/* Also every 1024 iterations: an iteration may complete without one empty
+		 * poll (rxe can finish a loopback read inside the post), and then the
+		 * waits inside it never check signals, abort or the heartbeat. */
+		if ((++s.spins & 1023) == 0 && (rc = vb_watch_check(w, &s)))
+			break;
 		if (mode == VB_LAT_WARMUP)
 			continue;
 		now = pb_clock_now_ns();

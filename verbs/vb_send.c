@@ -75,6 +75,9 @@ static int vb_send_serve_stream(struct vb_worker *w)
 			return rc;
 		if (got) {
 			s.progress += (uint64_t)got;
+			/* every 1024 batches too: receives may be there at every look */
+			if ((++s.spins & 1023) == 0 && (rc = vb_watch_check(w, &s)))
+				return rc;
 			if ((rc = vb_post_recvs(w, (uint32_t)got)))
 				return rc;
 			for (int i = 0; i < got; i++)

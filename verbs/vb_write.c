@@ -83,6 +83,9 @@ static int vb_write_serve_stream(struct vb_worker *w)
 		}
 		w->seq = seq;
 		s.progress++;
+		/* every 1024 pings too: a ping may already be there at the first look */
+		if ((++s.spins & 1023) == 0 && (rc = vb_watch_check(w, &s)))
+			return rc;
 		if ((rc = vb_write_post(w, seq)))
 			return rc;
 		if (w->sig_pending && (rc = vb_write_reap_nb(w)))
