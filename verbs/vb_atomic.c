@@ -13,7 +13,7 @@
 #include "vb_lat.h"
 
 static inline __attribute__((always_inline)) int
-vb_atomic_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i, const bool cswap)
+vb_atomic_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i, const bool cswap)
 {
 	int rc;
 
@@ -30,13 +30,13 @@ vb_atomic_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i, const bool cs
 }
 
 static inline __attribute__((always_inline)) int
-vb_fadd_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
+vb_fadd_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 {
 	return vb_atomic_iter(w, s, i, false);
 }
 
 static inline __attribute__((always_inline)) int
-vb_cswap_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
+vb_cswap_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 {
 	return vb_atomic_iter(w, s, i, true);
 }
@@ -64,10 +64,10 @@ static int vb_cswap_warmup(void *ctx, uint64_t size, uint64_t n)
 }
 
 static const struct pb_test_ops vb_fadd_client = {
-	.prepare = vb_prepare, .warmup = vb_fadd_warmup, .timed = vb_fadd_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_fadd_warmup, .timed = vb_fadd_timed,
 };
 static const struct pb_test_ops vb_cswap_client = {
-	.prepare = vb_prepare, .warmup = vb_cswap_warmup, .timed = vb_cswap_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_cswap_warmup, .timed = vb_cswap_timed,
 };
 
 const struct pb_test_ops *vb_atomic_ops(const struct vb_worker *w)

@@ -326,16 +326,13 @@ static void vb_json_kv(FILE *f, const char *key, const char *val, bool comma)
 	fprintf(f, "%s\n", comma ? "," : "");
 }
 
-int vb_env_write(const char *path, const struct vb_params *p, const struct vb_shared *sh,
+int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci)
 {
 	const struct vb_probe *pr = &sh->probe;
 	struct utsname un;
 	char host[256] = "", buf[512];
-	FILE *f = fopen(path, "w");
 
-	if (!f)
-		return -errno;
 	gethostname(host, sizeof(host) - 1);
 	uname(&un);
 	fprintf(f, "{\n");
@@ -396,5 +393,5 @@ int vb_env_write(const char *path, const struct vb_params *p, const struct vb_sh
 		fprintf(f, "}%s\n", m + 1 < workers ? "," : "");
 	}
 	fprintf(f, "  ]\n}\n");
-	return fclose(f) ? -errno : 0;
+	return fflush(f) || ferror(f) ? -(errno ? errno : EIO) : 0;
 }
