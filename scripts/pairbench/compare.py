@@ -15,17 +15,20 @@ import json
 import math
 import sys
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from pairbench import testtable
 from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows, point_label, test_label
 from pairbench.errors import UsageError
 from pairbench.safeio import write_output
-from pairbench.schema import load_run
+from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label
+from pairbench.testtable import TestTable
 from pairbench.verdict import (
     IMPROVEMENT,
     MIN_REPS,
@@ -207,22 +210,27 @@ def _factor(ratio: float, higher_is_worse: bool) -> str:
     return f"{ratio:.1f}× higher" if ratio >= 2 else f"{(ratio - 1) * 100:.0f} % higher"
 
 
-def summary_lines(res: pd.DataFrame) -> list[str]:
-    """Paper-002 style headlines: per (layer, test, variant) and its primary metric, the
-    largest pair count and the size with the largest change, e.g.
-    '8-pair write latency at 128 B: 6.0× lower (11.2 → 1.86 µs)'."""
+def summary_lines(res: pd.DataFrame,
+                  tables: Mapping[str, TestTable] | None = None) -> list[str]:
+    """Paper-002 style headlines: per (layer, test, variant) and its primary metric (the
+    test table's; else the first compared metric), the largest pair count and the size with
+    the largest change, e.g. '8-pair RDMA write latency at 128 B: 6.0× lower (11.2 → 1.86 µs)'.
+    The test's label names its primary metric; another metric is named after it."""
     lines = []
-    for (_layer, test, variant), g in res.groupby(["layer", "test", "variant"], sort=True):
-        primary = next((m for m in ("lat_us_p50", "bw_gbit_s", "msg_rate_per_s")
-                        if m in set(g["metric"])), g["metric"].iloc[0])
+    for (layer, test, variant), g in res.groupby(["layer", "test", "variant"], sort=True):
+        info = testtable.find(test, layer, tables)
+        compared = set(g["metric"])
+        own = info.primary_metric if info else None
+        primary = own if own in compared else next(
+            (m for m in DEFAULT_METRICS if m in compared), g["metric"].iloc[0])
         g = g[(g["metric"] == primary) & (g["pairs"] == g["pairs"].max())]
         g = g[np.isfinite(g["ratio"]) & (g["ratio"] > 0)]
         if g.empty:
             continue
         r = g.loc[np.abs(np.log(g["ratio"])).idxmax()]
         m = METRICS[primary]
-        lines.append(f"{point_label(test, variant, r['msg_size_bytes'], r['pairs'])}"
-                     f"{'' if primary == 'lat_us_p50' or primary == 'bw_gbit_s' else ' ' + m.label}"
+        where = point_label(test, variant, r["msg_size_bytes"], r["pairs"], layer, tables)
+        lines.append(f"{where}{'' if primary == own else ' ' + m.label}"
                      f": {_factor(r['ratio'], m.higher_is_worse)} "
                      f"({r['base']:.3g} → {r['new']:.3g} {m.unit}; {r['verdict']})")
     return lines
@@ -401,7 +409,7 @@ def run_compare(ns: argparse.Namespace) -> int:
     th = thresholds_from_args(ns)
     base, new = load_run(ns.base), load_run(ns.new)
     res = compare_frames(base, new, th)
-    summary = summary_lines(res)
+    summary = summary_lines(res, testtable.tables_for_run(load_metadata(ns.new)))
     strict = bool(getattr(ns, "strict", False))
     if ns.format == "json":
         sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict),

@@ -227,6 +227,15 @@ def for_run(metadata: Mapping[str, Any] | None, layer: str) -> TestTable:
     return load_snapshot()[layer]
 
 
+def tables_for_run(metadata: Mapping[str, Any] | None) -> dict[str, TestTable]:
+    """Both layers' tables for labelling a run: its own copy where it has one."""
+    tables = dict(load_snapshot())
+    copy = (metadata or {}).get("tests")
+    if isinstance(copy, dict) and copy.get("layer") in tables:
+        tables[copy["layer"]] = for_run(metadata, copy["layer"])
+    return tables
+
+
 def find(test: str, layer: str | None = None,
          tables: Mapping[str, TestTable] | None = None) -> TestInfo | None:
     """A test by name (in `layer`, or the first layer that has it); None if unknown."""
