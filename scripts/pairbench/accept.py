@@ -174,15 +174,12 @@ def check_tests(spec: dict, tables: Mapping[str, testtable.TestTable]) -> None:
                 have = sorted({v for t in infos for v in t.variants})
                 raise UsageError(f"{where}.variant: {c['test']} has no variant {c['variant']!r} "
                                  f"(variants: {', '.join(have) or 'none'})")
-            if sec in NEEDS_LATENCY and not any(t.lat_kind for t in infos):
+            if sec in NEEDS_LATENCY and not any(t.has_latency for t in infos):
                 raise UsageError(f"{where}.test: {sec} judges a latency, {c['test']} measures "
                                  "none")
-            if sec in NEEDS_BANDWIDTH and not any(t.kind in BANDWIDTH_KINDS for t in infos):
+            if sec in NEEDS_BANDWIDTH and not any(t.has_bandwidth for t in infos):
                 raise UsageError(f"{where}.test: {sec} judges bandwidth, {c['test']} measures "
                                  "none")
-
-
-BANDWIDTH_KINDS = ("bandwidth", "message_rate", "loaded_latency")
 
 
 def _rows_for(agg: pd.DataFrame, crit: dict) -> pd.DataFrame:

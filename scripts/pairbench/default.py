@@ -16,11 +16,12 @@ from pathlib import Path
 
 from pairbench import plot, report, sweep
 from pairbench.errors import UsageError
+from pairbench.testtable import DEFAULT_TESTS
 
-VERBS = ["--layer", "verbs", "--test", "write_lat,write_bw,read_lat", "--pairs", "1,2,4",
+VERBS = ["--layer", "verbs", "--test", ",".join(DEFAULT_TESTS["verbs"]), "--pairs", "1,2,4",
          "--sizes", "8,128,256,4K,64K", "--iterations", "200", "--warmup", "20",
          "--launcher", "softroce", "--timeout", "120", "--allow-oversubscribe"]
-MPI = ["--layer", "mpi", "--test", "latency,bw", "--pairs", "1,2",
+MPI = ["--layer", "mpi", "--test", ",".join(DEFAULT_TESTS["mpi"]), "--pairs", "1,2",
        "--sizes", "8,128,4K,64K", "--iterations", "1000", "--warmup", "100",
        "--launcher", "mpirun", "--repetitions", "2", "--timeout", "60",
        "--allow-oversubscribe"]

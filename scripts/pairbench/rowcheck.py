@@ -22,7 +22,7 @@ from pathlib import Path
 from pairbench.columns import COLUMNS, SCHEMA_VERSION
 from pairbench.errors import UsageError
 from pairbench.schema import read_binary_schema
-from pairbench.testtable import TestInfo
+from pairbench.testtable import BANDWIDTH_KINDS, LATENCY_KINDS, LOADED_KIND, TestInfo
 
 Row = dict[str, str]
 LAT_COLUMNS = ("lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999",
@@ -157,17 +157,17 @@ def _check_row(r: Row, info: TestInfo, layer: str, pairs: int, size: int | None,
 def _check_kind(info: TestInfo, agg: Row, per: list[Row], lat: list[Row], bw: list[Row],
                 where: str, fail: Callable[[str], None]) -> None:
     """Which rows measure what follows from the test's kind."""
-    if info.kind in ("latency", "collective", "halo"):
+    if info.kind in LATENCY_KINDS:
         if len(lat) != len(per) or not agg["lat_us_p50"]:
             fail(f"{where}: a {info.kind} test with rows without latency")
         if bw or agg["bw_gbit_s"]:
             fail(f"{where}: a {info.kind} test with bandwidth")
-    elif info.kind in ("bandwidth", "message_rate"):
+    elif info.kind in BANDWIDTH_KINDS:
         if len(bw) != len(per) or not agg["bw_gbit_s"]:
             fail(f"{where}: a {info.kind} test with rows without bandwidth")
         if lat or agg["lat_us_p50"]:
             fail(f"{where}: a {info.kind} test with latency")
-    elif info.kind == "loaded_latency":
+    elif info.kind == LOADED_KIND:
         probe = [r for r in per if r["pair_id"] == "0"]
         if [r["pair_id"] for r in lat] != ["0"] or not agg["lat_us_p50"]:
             fail(f"{where}: latency rows {[r['pair_id'] for r in lat]}, expected the probe "
@@ -192,8 +192,8 @@ def _check_iterations(info: TestInfo, agg: Row, per: list[Row], lat: list[Row],
         return
     counted = bw or lat or per
     if got != sum(int(r["iterations"]) for r in counted):
-        fail(f"{where}: aggregate iterations {got} != sum over the "
-             f"{'bandwidth' if bw else 'latency'} pairs")
+        fail(f"{where}: aggregate iterations {got} != sum over the pairs with "
+             f"{'a bandwidth' if bw else 'a latency'}")
     if agg["duration_s"] and all(r["duration_s"] for r in counted):
         longest = max(num(r, "duration_s") for r in counted)
         if num(agg, "duration_s") < longest * (1 - 1e-6):

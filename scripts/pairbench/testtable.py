@@ -27,9 +27,15 @@ KINDS = frozenset({"latency", "bandwidth", "message_rate", "loaded_latency", "co
 LAT_KINDS = frozenset({"half_rtt", "full_rtt", "op"})
 AGGREGATE_ITERATIONS = frozenset({"sum", "shared"})
 
+# Kinds whose every row (pair rows and aggregate) has a latency / a bandwidth.
+LATENCY_KINDS = frozenset({"latency", "collective", "halo"})
+BANDWIDTH_KINDS = frozenset({"bandwidth", "message_rate"})
+LOADED_KIND = "loaded_latency"  # probe latency (pair 0) + loading pairs' bandwidth
+
 # What `pairbench default` sweeps (a test-specific choice, so it lives here).
 DEFAULT_TESTS: Mapping[str, tuple[str, ...]] = {
     "verbs": ("write_lat", "write_bw", "read_lat"),
+    "mpi": ("latency", "bw"),
 }
 
 
@@ -64,6 +70,16 @@ class TestInfo:
     def pairwise(self) -> bool:
         """Ranks/processes form pairs (False: collectives and halo, every rank in one N)."""
         return self.aggregate_iterations == "sum"
+
+    @property
+    def has_latency(self) -> bool:
+        """Some rows of the test carry a latency."""
+        return self.lat_kind is not None
+
+    @property
+    def has_bandwidth(self) -> bool:
+        """Some rows of the test carry a bandwidth."""
+        return self.kind in BANDWIDTH_KINDS or self.kind == LOADED_KIND
 
     @property
     def default_variant(self) -> str:
