@@ -20,135 +20,166 @@ Exit 0 = every check passed, 1 = some failed, 2 = bad spec or run.
 from __future__ import annotations
 
 import argparse
-import math
+import io
 import sys
-import tomllib
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from pairbench import testtable, tomlschema
 from pairbench.analysis import METRICS
 from pairbench.errors import UsageError
 from pairbench.safeio import write_output
-from pairbench.schema import load_run
-from pairbench.sizes import parse_size, size_label
+from pairbench.schema import load_metadata, load_run
+from pairbench.sizes import size_label
+from pairbench.tomlschema import (
+    ArrayOfTables,
+    ListOf,
+    Num,
+    PositiveInt,
+    Size,
+    Str,
+    Table,
+    key,
+)
 
-SECTIONS: dict[str, dict[str, tuple[str, bool]]] = {
-    # key -> (type, required); types: str, num, size, sizes, ints, metric
-    "min_link_pct": {"test": ("str", True), "min_size_bytes": ("size", False),
-                     "min_pct": ("num", True), "pairs": ("ints", False),
-                     "variant": ("str", False)},
-    "max_latency": {"test": ("str", True), "size_bytes": ("sizes", True),
-                    "metric": ("metric", False), "max_us": ("num", True),
-                    "pairs": ("ints", False), "variant": ("str", False)},
-    "max_pair_scaling": {"test": ("str", True), "metric": ("metric", False),
-                         "max_ratio": ("num", True), "max_size_bytes": ("size", False),
-                         "variant": ("str", False)},
-    "min_fairness": {"test": ("str", True), "min_fairness": ("num", True),
-                     "min_size_bytes": ("size", False), "pairs": ("ints", False),
-                     "variant": ("str", False)},
-    "max_worst_pair": {"test": ("str", True), "max_ratio": ("num", True),
-                       "metric": ("worst_metric", False), "min_size_bytes": ("size", False),
-                       "max_size_bytes": ("size", False), "pairs": ("ints", False),
-                       "variant": ("str", False)},
-    "min_pair_share": {"test": ("str", True), "min_share": ("num", True),
-                       "min_size_bytes": ("size", False), "pairs": ("ints", False),
-                       "variant": ("str", False)},
-}
 # max_worst_pair: the pooled metric -> the worst pair's column of the same row.
 WORST_OF = {"lat_us_p50": "worst_lat_us_p50", "lat_us_p99": "worst_lat_us_p99"}
-SPEC_KEYS = {"name": "str", "layer": "str"}
-SANITY_KEYS = {"max_link_pct": "num"}
+LAT_METRICS = tuple(m for m in METRICS if m.startswith("lat_us_"))
 
 
-def _typed(value: Any, kind: str, where: str) -> Any:
-    if kind == "str":
-        if not isinstance(value, str):
-            raise UsageError(f"{where}: expected a string, got {value!r}")
-        return value
-    if kind == "num":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise UsageError(f"{where}: expected a number, got {value!r}")
-        if not math.isfinite(value) or value < 0:  # limits are latencies, %, ratios
-            raise UsageError(f"{where}: expected a finite number >= 0, got {value!r}")
-        return float(value)
-    if kind == "size":
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            raise UsageError(f"{where}: expected a size (e.g. 65536 or \"64K\"), got {value!r}")
-        size = value if isinstance(value, int) else parse_size(value)
-        if size < 1:
-            raise UsageError(f"{where}: expected a size >= 1 byte, got {value!r}")
-        return size
-    if kind == "sizes":
-        vals = value if isinstance(value, list) else [value]
-        return [_typed(v, "size", where) for v in vals]
-    if kind == "ints":
-        vals = value if isinstance(value, list) else [value]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vals):
-            raise UsageError(f"{where}: expected positive integers, got {value!r}")
-        return vals
-    if kind == "metric":
-        if value not in METRICS or not str(value).startswith("lat_us_"):
-            raise UsageError(f"{where}: expected a latency metric (lat_us_p50, lat_us_p99, ...), "
-                             f"got {value!r}")
-        return value
-    if kind == "worst_metric":
-        if value not in WORST_OF:
-            raise UsageError(f"{where}: expected one of {', '.join(WORST_OF)}, got {value!r}")
-        return value
-    raise AssertionError(kind)
+
+# The spec's schema (pairbench.tomlschema): one dataclass per table, one key() per key.
+@dataclass(frozen=True, kw_only=True)
+class MinLinkPct:
+    test: str = key(Str())
+    min_size_bytes: int | None = key(Size(), None)
+    min_pct: float = key(Num())
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxLatency:
+    test: str = key(Str())
+    size_bytes: list[int] = key(ListOf(Size()))
+    metric: str = key(Str(LAT_METRICS), "lat_us_p50")
+    max_us: float = key(Num())
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxPairScaling:
+    test: str = key(Str())
+    metric: str = key(Str(LAT_METRICS), "lat_us_p50")
+    max_ratio: float = key(Num())
+    max_size_bytes: int | None = key(Size(), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinFairness:
+    test: str = key(Str())
+    min_fairness: float = key(Num())
+    min_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxWorstPair:
+    test: str = key(Str())
+    max_ratio: float = key(Num())
+    metric: str = key(Str(tuple(WORST_OF)), "lat_us_p50")
+    min_size_bytes: int | None = key(Size(), None)
+    max_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinPairShare:
+    test: str = key(Str())
+    min_share: float = key(Num())
+    min_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True)
+class SpecInfo:
+    name: str | None = key(Str(), None)
+    layer: str | None = key(Str(testtable.LAYERS), None)
+
+
+@dataclass(frozen=True)
+class Sanity:
+    max_link_pct: float = key(Num(), 100.0)
+
+
+# criterion -> what the test must measure for it (a latency, or a bandwidth).
+NEEDS_LATENCY = ("max_latency", "max_pair_scaling", "max_worst_pair")
+NEEDS_BANDWIDTH = ("min_link_pct", "min_fairness", "min_pair_share")
+
+
+@dataclass(frozen=True)
+class AcceptSpec:
+    spec: SpecInfo = key(Table(SpecInfo), factory=SpecInfo)
+    sanity: Sanity = key(Table(Sanity), factory=Sanity)
+    min_link_pct: list[MinLinkPct] = key(ArrayOfTables(MinLinkPct), factory=list)
+    max_latency: list[MaxLatency] = key(ArrayOfTables(MaxLatency), factory=list)
+    max_pair_scaling: list[MaxPairScaling] = key(ArrayOfTables(MaxPairScaling), factory=list)
+    min_fairness: list[MinFairness] = key(ArrayOfTables(MinFairness), factory=list)
+    max_worst_pair: list[MaxWorstPair] = key(ArrayOfTables(MaxWorstPair), factory=list)
+    min_pair_share: list[MinPairShare] = key(ArrayOfTables(MinPairShare), factory=list)
+
+
+SECTIONS = tuple(f.name for f in fields(AcceptSpec) if f.name not in ("spec", "sanity"))
 
 
 def load_spec(path: Path) -> dict:
-    """Parse and validate a spec; unknown keys and wrong types are errors."""
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a TOML spec (not UTF-8 text)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML ({exc})") from None
-    spec: dict = {"name": path.stem, "layer": None, "sanity": {"max_link_pct": 100.0}}
-    allowed = {"spec", "sanity", *SECTIONS}
-    for key, val in raw.items():
-        if key not in allowed:
-            raise UsageError(f"{path}: unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
-        if key in ("spec", "sanity"):
-            keys = SPEC_KEYS if key == "spec" else SANITY_KEYS
-            if not isinstance(val, dict):
-                raise UsageError(f"{path}: [{key}] must be a table")
-            for k, v in val.items():
-                if k not in keys:
-                    raise UsageError(f"{path}: unknown key {key}.{k} "
-                                     f"(allowed: {', '.join(keys)})")
-                typed = _typed(v, keys[k], f"{path}: {key}.{k}")
-                (spec["sanity"] if key == "sanity" else spec)[k] = typed
-            continue
-        if not isinstance(val, list):
-            raise UsageError(f"{path}: {key} must be an array of tables ([[{key}]])")
-        fields = SECTIONS[key]
-        spec[key] = []
-        for i, tab in enumerate(val):
-            where = f"{path}: {key}[{i}]"
-            if not isinstance(tab, dict):
-                raise UsageError(f"{where}: must be a table")
-            for k in tab:
-                if k not in fields:
-                    raise UsageError(f"{where}: unknown key {k!r} "
-                                     f"(allowed: {', '.join(fields)})")
-            crit = {"metric": "lat_us_p50", "variant": ""}
-            for k, (kind, required) in fields.items():
-                if k in tab:
-                    crit[k] = _typed(tab[k], kind, f"{where}.{k}")
-                elif required:
-                    raise UsageError(f"{where}: missing key {k!r}")
-            spec[key].append(crit)
+    """Parse and validate a spec (schema AcceptSpec); unknown keys, wrong types and
+    missing keys are errors. Returns {name, layer, sanity, SECTION: [criterion dicts]}
+    with a criterion's absent optional keys left out."""
+    parsed = tomlschema.load(AcceptSpec, path)
+    spec: dict = {"name": parsed.spec.name or path.stem, "layer": parsed.spec.layer,
+                  "sanity": asdict(parsed.sanity), "path": str(path)}
+    for sec in SECTIONS:
+        crits = getattr(parsed, sec)
+        if crits:
+            spec[sec] = [{k: v for k, v in asdict(c).items() if v is not None} for c in crits]
     if not any(spec.get(k) for k in SECTIONS):
         raise UsageError(f"{path}: no criteria (add e.g. [[max_latency]])")
     return spec
+
+
+def check_tests(spec: dict, tables: Mapping[str, testtable.TestTable]) -> None:
+    """Every criterion names a test of the spec's layer (any layer without one) with a
+    variant it has, that measures what the criterion judges; else UsageError naming it."""
+    layers = [spec["layer"]] if spec.get("layer") else list(tables)
+    for sec in SECTIONS:
+        for i, c in enumerate(spec.get(sec, [])):
+            where = f"{spec.get('path', spec['name'])}: {sec}[{i}]"
+            infos = [tables[lay][c["test"]] for lay in layers
+                     if lay in tables and c["test"] in tables[lay]]
+            if not infos:
+                known = sorted({n for lay in layers if lay in tables for n in tables[lay].names()})
+                raise UsageError(f"{where}.test: unknown test {c['test']!r} "
+                                 f"(tests of {'/'.join(layers)}: {', '.join(known)})")
+            if c["variant"] and not any(c["variant"] in t.variants for t in infos):
+                have = sorted({v for t in infos for v in t.variants})
+                raise UsageError(f"{where}.variant: {c['test']} has no variant {c['variant']!r} "
+                                 f"(variants: {', '.join(have) or 'none'})")
+            if sec in NEEDS_LATENCY and not any(t.has_latency for t in infos):
+                raise UsageError(f"{where}.test: {sec} judges a latency, {c['test']} measures "
+                                 "none")
+            if sec in NEEDS_BANDWIDTH and not any(t.has_bandwidth for t in infos):
+                raise UsageError(f"{where}.test: {sec} judges bandwidth, {c['test']} measures "
+                                 "none")
 
 
 def _rows_for(agg: pd.DataFrame, crit: dict) -> pd.DataFrame:
@@ -308,19 +339,25 @@ def _v(x: object) -> str:
     return "n/a" if x is None or (isinstance(x, float) and pd.isna(x)) else f"{x:.4g}"
 
 
-def render_text(spec: dict, rows: list[dict]) -> str:
+def render_text(spec: dict, rows: list[dict], color: bool = False) -> str:
+    """The check table (rich; failed rows red when color), then the verdict line."""
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
     head = ["criterion", "test", "size", "pairs", "value", "limit", "verdict", "detail"]
-    body = [[r["criterion"], r["test"], r["size"], str(r["pairs"]), _v(r["value"]),
-             f"{r['limit']:g}", r["verdict"].upper(), r["detail"]] for r in rows]
-    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
-    lines = [f"acceptance spec: {spec['name']}"]
-    for i, row in enumerate([head, *body]):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    table = RichTable(*head, box=None, header_style="bold", pad_edge=False)
+    for r in rows:
+        table.add_row(r["criterion"], r["test"], r["size"], str(r["pairs"]), _v(r["value"]),
+                      f"{r['limit']:g}", r["verdict"].upper(), r["detail"],
+                      style=("red" if r["verdict"] != "pass" else "") if color else "")
+    buf = io.StringIO()
+    Console(file=buf, width=220, force_terminal=color, no_color=not color, highlight=False,
+            soft_wrap=False).print(table)
     n_fail = sum(r["verdict"] != "pass" for r in rows)
-    lines.append(f"verdict: {'PASS' if n_fail == 0 else 'FAIL'} "
-                 f"({len(rows) - n_fail} passed, {n_fail} failed)")
+    lines = [f"acceptance spec: {spec['name']}",
+             *(line.rstrip() for line in buf.getvalue().splitlines()),
+             f"verdict: {'PASS' if n_fail == 0 else 'FAIL'} "
+             f"({len(rows) - n_fail} passed, {n_fail} failed)"]
     return "\n".join(lines) + "\n"
 
 
@@ -334,8 +371,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run_accept(ns: argparse.Namespace) -> int:
     spec = load_spec(Path(ns.spec))
     df = load_run(ns.run)
+    check_tests(spec, testtable.tables_for_run(load_metadata(ns.run)))
     rows = evaluate(df, spec)
-    sys.stdout.write(render_text(spec, rows))
+    sys.stdout.write(render_text(spec, rows, color=sys.stdout.isatty()))
     if ns.junit:
         write_output(ns.junit, junit_xml(spec, rows), "--junit")
     return 0 if all(r["verdict"] == "pass" for r in rows) else 1

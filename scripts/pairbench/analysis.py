@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
+from pairbench import testtable
 from pairbench.sizes import size_label
+from pairbench.testtable import TestTable
 
 POINT_KEY = ["layer", "test", "variant", "msg_size_bytes", "pairs"]
 
@@ -40,19 +43,16 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("min_pair_bw_share", "slowest pair share", "", False),
 )}
 
-TEST_LABELS = {"write_lat": "write latency", "read_lat": "read latency",
-               "send_lat": "send latency", "write_bw": "write bandwidth",
-               "read_bw": "read bandwidth", "send_bw": "send bandwidth",
-               "latency": "MPI latency", "bw": "MPI bandwidth"}
+def test_label(test: str, variant: str = "", layer: str | None = None,
+               tables: Mapping[str, TestTable] | None = None) -> str:
+    """The test's label from the test table (the run's copy or the snapshot)."""
+    return testtable.label(test, variant, layer, tables)
 
 
-def test_label(test: str, variant: str = "") -> str:
-    base = TEST_LABELS.get(test, test)
-    return f"{base} [{variant}]" if variant else base
-
-
-def point_label(test: str, variant: str, size: float, pairs: float) -> str:
-    return f"{int(pairs)}-pair {test_label(test, variant)} at {size_label(int(size))}"
+def point_label(test: str, variant: str, size: float, pairs: float, layer: str | None = None,
+                tables: Mapping[str, TestTable] | None = None) -> str:
+    label = test_label(test, variant, layer, tables)
+    return f"{int(pairs)}-pair {label} at {size_label(int(size))}"
 
 
 def aggregate_rows(df: pd.DataFrame, ok_only: bool = True) -> pd.DataFrame:

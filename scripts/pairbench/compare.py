@@ -14,18 +14,21 @@ import argparse
 import json
 import math
 import sys
-import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from pairbench import testtable, tomlschema
 from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows, point_label, test_label
 from pairbench.errors import UsageError
 from pairbench.safeio import write_output
-from pairbench.schema import load_run
+from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label
+from pairbench.testtable import TestTable
+from pairbench.tomlschema import ListOf, Num, Str, Table, TablesByName
 from pairbench.verdict import (
     IMPROVEMENT,
     MIN_REPS,
@@ -62,11 +65,8 @@ class Thresholds:
 
 
 def _number(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(f"{where}: expected a number, got {value!r}")
-    if value < 0 or not math.isfinite(value):
-        raise UsageError(f"{where}: must be a finite number >= 0")
-    return float(value)
+    """A finite number >= 0: the same rule as in the thresholds file."""
+    return Num()(value, where)
 
 
 def _parse_fraction(text: str, where: str) -> float:
@@ -78,53 +78,58 @@ def _parse_fraction(text: str, where: str) -> float:
     return _number(v, where)
 
 
+def _metric_name(name: str, where: str) -> None:
+    if name not in METRICS:
+        raise UsageError(f"{where}: unknown metric {name!r} (one of {', '.join(METRICS)})")
+
+
+class _MetricName(Str):
+    def __call__(self, value: object, where: str) -> str:
+        name = super().__call__(value, where)
+        _metric_name(name, where.partition(": ")[0])
+        return name
+
+
+# The thresholds file's schema (pairbench.tomlschema; examples/compare-thresholds.toml).
+@dataclass(frozen=True)
+class _DefaultThresholds:
+    relative: float | None = tomlschema.key(Num(), None)
+    absolute: float | None = tomlschema.key(Num(), None)
+    confidence: float | None = tomlschema.key(Num(open_unit=True), None)
+
+
+@dataclass(frozen=True)
+class _MetricThreshold:
+    relative: float | None = tomlschema.key(Num(), None)
+    absolute: float | None = tomlschema.key(Num(), None)
+
+
+@dataclass(frozen=True)
+class ThresholdsFile:
+    default: _DefaultThresholds = tomlschema.key(Table(_DefaultThresholds),
+                                                 factory=_DefaultThresholds)
+    metric: dict[str, _MetricThreshold] = tomlschema.key(
+        TablesByName(_MetricThreshold, _metric_name), factory=dict)
+    metrics: list[str] | None = tomlschema.key(ListOf(_MetricName(), strict=True), None)
+
+
 def load_thresholds(path: Path, th: Thresholds) -> None:
-    """[default] relative/absolute/confidence, [metric.NAME] relative/absolute, metrics=[...]."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML ({exc})") from None
-    for key in data:
-        if key not in ("default", "metric", "metrics"):
-            raise UsageError(f"{path}: unknown key {key!r} (allowed: default, metric, metrics)")
-    d = data.get("default", {})
-    if not isinstance(d, dict):
-        raise UsageError(f"{path}: [default] must be a table")
-    for key, val in d.items():
-        if key == "relative":
-            th.default_relative = _number(val, f"{path}: default.relative")
-        elif key == "absolute":
-            th.default_absolute = _number(val, f"{path}: default.absolute")
-        elif key == "confidence":
-            th.confidence = _number(val, f"{path}: default.confidence")
-            if not 0 < th.confidence < 1:
-                raise UsageError(f"{path}: default.confidence must be in (0, 1)")
-        else:
-            raise UsageError(f"{path}: unknown key default.{key} "
-                             "(allowed: relative, absolute, confidence)")
-    metrics = data.get("metric", {})
-    if not isinstance(metrics, dict):
-        raise UsageError(f"{path}: [metric.NAME] must be tables")
-    for name, tab in metrics.items():
-        if name not in METRICS:
-            raise UsageError(f"{path}: unknown metric {name!r} (one of {', '.join(METRICS)})")
-        if not isinstance(tab, dict):
-            raise UsageError(f"{path}: metric.{name} must be a table")
-        for key, val in tab.items():
-            if key == "relative":
-                th.relative[name] = _number(val, f"{path}: metric.{name}.relative")
-            elif key == "absolute":
-                th.absolute[name] = _number(val, f"{path}: metric.{name}.absolute")
-            else:
-                raise UsageError(f"{path}: unknown key metric.{name}.{key} "
-                                 "(allowed: relative, absolute)")
-    if "metrics" in data:
-        ms = data["metrics"]
-        if not isinstance(ms, list) or not all(isinstance(m, str) for m in ms):
-            raise UsageError(f"{path}: metrics must be a list of metric names")
-        th.metrics = _check_metrics(ms, str(path))
+    """[default] relative/absolute/confidence, [metric.NAME] relative/absolute, metrics=[...]
+    (schema ThresholdsFile), applied onto th."""
+    f = tomlschema.load(ThresholdsFile, path)
+    if f.default.relative is not None:
+        th.default_relative = f.default.relative
+    if f.default.absolute is not None:
+        th.default_absolute = f.default.absolute
+    if f.default.confidence is not None:
+        th.confidence = f.default.confidence
+    for name, m in f.metric.items():
+        if m.relative is not None:
+            th.relative[name] = m.relative
+        if m.absolute is not None:
+            th.absolute[name] = m.absolute
+    if f.metrics is not None:
+        th.metrics = f.metrics
 
 
 def _check_metrics(names: list[str], where: str) -> list[str]:
@@ -207,22 +212,27 @@ def _factor(ratio: float, higher_is_worse: bool) -> str:
     return f"{ratio:.1f}× higher" if ratio >= 2 else f"{(ratio - 1) * 100:.0f} % higher"
 
 
-def summary_lines(res: pd.DataFrame) -> list[str]:
-    """Paper-002 style headlines: per (layer, test, variant) and its primary metric, the
-    largest pair count and the size with the largest change, e.g.
-    '8-pair write latency at 128 B: 6.0× lower (11.2 → 1.86 µs)'."""
+def summary_lines(res: pd.DataFrame,
+                  tables: Mapping[str, TestTable] | None = None) -> list[str]:
+    """Paper-002 style headlines: per (layer, test, variant) and its primary metric (the
+    test table's; else the first compared metric), the largest pair count and the size with
+    the largest change, e.g. '8-pair RDMA write latency at 128 B: 6.0× lower (11.2 → 1.86 µs)'.
+    The test's label names its primary metric; another metric is named after it."""
     lines = []
-    for (_layer, test, variant), g in res.groupby(["layer", "test", "variant"], sort=True):
-        primary = next((m for m in ("lat_us_p50", "bw_gbit_s", "msg_rate_per_s")
-                        if m in set(g["metric"])), g["metric"].iloc[0])
+    for (layer, test, variant), g in res.groupby(["layer", "test", "variant"], sort=True):
+        info = testtable.find(test, layer, tables)
+        compared = set(g["metric"])
+        own = info.primary_metric if info else None
+        primary = own if own in compared else next(
+            (m for m in DEFAULT_METRICS if m in compared), g["metric"].iloc[0])
         g = g[(g["metric"] == primary) & (g["pairs"] == g["pairs"].max())]
         g = g[np.isfinite(g["ratio"]) & (g["ratio"] > 0)]
         if g.empty:
             continue
         r = g.loc[np.abs(np.log(g["ratio"])).idxmax()]
         m = METRICS[primary]
-        lines.append(f"{point_label(test, variant, r['msg_size_bytes'], r['pairs'])}"
-                     f"{'' if primary == 'lat_us_p50' or primary == 'bw_gbit_s' else ' ' + m.label}"
+        where = point_label(test, variant, r["msg_size_bytes"], r["pairs"], layer, tables)
+        lines.append(f"{where}{'' if primary == own else ' ' + m.label}"
                      f": {_factor(r['ratio'], m.higher_is_worse)} "
                      f"({r['base']:.3g} → {r['new']:.3g} {m.unit}; {r['verdict']})")
     return lines
@@ -401,7 +411,7 @@ def run_compare(ns: argparse.Namespace) -> int:
     th = thresholds_from_args(ns)
     base, new = load_run(ns.base), load_run(ns.new)
     res = compare_frames(base, new, th)
-    summary = summary_lines(res)
+    summary = summary_lines(res, testtable.tables_for_run(load_metadata(ns.new)))
     strict = bool(getattr(ns, "strict", False))
     if ns.format == "json":
         sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict),

@@ -18,13 +18,14 @@ from pathlib import Path
 from pairbench import plot, report, sweep
 from pairbench.errors import UsageError
 from pairbench.sweep import SweepOptions
+from pairbench.testtable import DEFAULT_TESTS
 
-VERBS = SweepOptions(layer="verbs", tests=("write_lat", "write_bw", "read_lat"),
+VERBS = SweepOptions(layer="verbs", tests=tuple(DEFAULT_TESTS["verbs"]),
                      pairs="1,2,4", sizes="8,128,256,4K,64K", iterations=200, warmup=20,
                      launcher="softroce", timeout_s=120.0, allow_oversubscribe=True)
-MPI = SweepOptions(layer="mpi", tests=("latency", "bw"), pairs="1,2", sizes="8,128,4K,64K",
-                   iterations=1000, warmup=100, launcher="mpirun", repetitions=2,
-                   timeout_s=60.0, allow_oversubscribe=True)
+MPI = SweepOptions(layer="mpi", tests=tuple(DEFAULT_TESTS["mpi"]), pairs="1,2",
+                   sizes="8,128,4K,64K", iterations=1000, warmup=100, launcher="mpirun",
+                   repetitions=2, timeout_s=60.0, allow_oversubscribe=True)
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
     for (layer, test, variant), g in med.groupby(["layer", "test", "variant"], dropna=False):
         variant = variant if isinstance(variant, str) else ""
         stem = f"{layer}-{test}" + (f"-{variant}" if variant else "")
-        title = f"{layer} {test_label(test, variant)} — {device}"
+        title = f"{layer} {test_label(test, variant, layer)} — {device}"
         for metric, ylabel, name in ((LAT, "latency p50 (µs)", "lat-vs-size"),
                                      (BW, "aggregate bandwidth (Gbit/s)", "bw-vs-size")):
             if g[metric].notna().sum() == 0:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pairbench import __version__
-from pairbench.analysis import median_by_point
+from pairbench import __version__, testtable
+from pairbench.analysis import median_by_point, test_label
 from pairbench.compare import TABLE_COLS as COMPARE_COLS
 from pairbench.compare import (
     Thresholds,
@@ -28,6 +28,7 @@ from pairbench.plot import plot_runs, run_label
 from pairbench.safeio import write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label
+from pairbench.testtable import TestTable
 
 SUMMARY_METRICS = ["lat_us_p50", "lat_us_p99", "bw_gbit_s", "msg_rate_per_s", "link_pct",
                    "fairness", "start_skew_us"]
@@ -76,7 +77,7 @@ def fingerprint_html(meta: dict) -> str:
     return _table(["field", "value"], rows)
 
 
-def data_html(df: pd.DataFrame) -> str:
+def data_html(df: pd.DataFrame, tables: dict[str, TestTable] | None = None) -> str:
     med = median_by_point(df, SUMMARY_METRICS)
     cols = [m for m in SUMMARY_METRICS if m in med.columns and med[m].notna().any()]
     reps = df[df["pair_id"] == "all"].groupby(["layer", "test", "msg_size_bytes",
@@ -84,9 +85,10 @@ def data_html(df: pd.DataFrame) -> str:
     rows = []
     for _, r in med.sort_values(["layer", "test", "pairs", "msg_size_bytes"]).iterrows():
         n = reps.get((r["layer"], r["test"], r["msg_size_bytes"], r["pairs"]), "")
-        rows.append([r["layer"], r["test"], r["variant"], size_label(int(r["msg_size_bytes"])),
+        rows.append([r["layer"], r["test"], test_label(r["test"], "", r["layer"], tables),
+                     r["variant"], size_label(int(r["msg_size_bytes"])),
                      int(r["pairs"]), n, *[_num(r[c]) for c in cols]])
-    out = _table(["layer", "test", "variant", "size", "pairs", "reps", *cols], rows)
+    out = _table(["layer", "test", "label", "variant", "size", "pairs", "reps", *cols], rows)
     errs = df[df["status"] != "ok"]
     if len(errs):
         erows = [[r["test"], size_label(int(r["msg_size_bytes"])), int(r["pairs"]),
@@ -145,12 +147,13 @@ def plots_html(runs: list[tuple[str, pd.DataFrame, dict]]) -> str:
     return "\n".join(parts)
 
 
-def compare_html(base: pd.DataFrame, new: pd.DataFrame, base_name: str) -> str:
+def compare_html(base: pd.DataFrame, new: pd.DataFrame, base_name: str,
+                 tables: dict[str, TestTable] | None = None) -> str:
     try:
         res = compare_frames(base, new, Thresholds())
     except UsageError as exc:
         return f"<p class=\"bad\">Comparison not possible: {_e(exc)}</p>"
-    summary = summary_lines(res)
+    summary = summary_lines(res, tables)
     classes = ["bad" if v.endswith("regression") else "good" if v.endswith("improvement")
                else "" for v in res["verdict"]]
     n_reg = int((res["verdict"] == "regression").sum())
@@ -178,6 +181,7 @@ def noise_html(df: pd.DataFrame) -> str:
 
 def build_report(run: Path, base: Path | None) -> str:
     df, meta = load_run(run), load_metadata(run)
+    tables = testtable.tables_for_run(meta)
     runs = [(run_label(run, meta), df, meta)]
     base_df = None
     if base is not None:
@@ -189,11 +193,11 @@ def build_report(run: Path, base: Path | None) -> str:
             f"pairbench {_e(__version__)} from <code>{_e(run)}</code>.</p>"]
     if meta.get("source"):
         body.append(f"<p class=\"bad\">Source: {_e(meta['source'])}</p>")
-    body += ["<h2>Results (median over repetitions, aggregate rows)</h2>", data_html(df),
+    body += ["<h2>Results (median over repetitions, aggregate rows)</h2>", data_html(df, tables),
              "<h2>Worst pair</h2>", worst_pair_html(df)]
     body.append(noise_html(df))
     if base_df is not None:
-        body += ["<h2>Comparison with base</h2>", compare_html(base_df, df, str(base))]
+        body += ["<h2>Comparison with base</h2>", compare_html(base_df, df, str(base), tables)]
     body += ["<h2>Plots</h2>", plots_html(runs),
              "<h2>Environment fingerprint</h2>", fingerprint_html(meta)]
     if meta.get("pinning"):

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pairbench import fingerprint, procutil
+from pairbench import fingerprint, procutil, testtable
 from pairbench.collect import (
     Row,
     atomic_write_json,
@@ -447,17 +447,11 @@ def run_sweep(ns: argparse.Namespace) -> int:
 def test_table(binary: str) -> dict | None:
     """The binary's test table (`--list-tests --format json`) for metadata.json's "tests"
     (issue 12, contract 2); None, with a note, when the binary cannot give it."""
-    # TODO(lead, issue 12): pairbench.testtable comes with the test-table branch; once it is
-    # merged, import it at the top and drop this ImportError guard.
-    try:
-        from pairbench import testtable  # type: ignore[attr-defined]
-    except ImportError:
-        return None
     if not Path(binary).is_file():
         return None  # ssh: the executable lives on the remote hosts
     try:
         return testtable.from_binary(binary).to_json()
-    except ValueError as exc:  # testtable.TableError: no table, or not the contract's
+    except testtable.TableError as exc:  # no table, or not the contract's
         print(f"sweep: note: no test table in metadata.json: {one_line(str(exc))}",
               file=sys.stderr)
         return None

@@ -20,13 +20,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+from pairbench import rowcheck, testtable
+from pairbench.errors import UsageError
 
 SKIP = 77
-SCHEMA_VERSION = 2
-WORST_LAT = ("worst_lat_pair_id", "worst_lat_us_p50", "worst_lat_us_p99")
-MIN_BW = ("min_bw_pair_id", "min_pair_bw_gbit_s", "min_pair_bw_share")
-PAIR_TESTS = {"latency", "bw", "bibw", "msgrate", "loaded_lat"}
-BW_TESTS = {"bw", "bibw", "msgrate"}
+TABLE = testtable.load_snapshot()["mpi"]
+# Bandwidth tests whose -n N is N per direction (iterations = 2N): a property the
+# test table does not hold (yet).
+BOTH_DIRECTIONS = {"bibw"}
 
 
 class Fail(Exception):
@@ -82,146 +87,58 @@ def run(a, np_: int, args: list, timeout: float) -> subprocess.CompletedProcess:
 
 
 def schema(a) -> list:
-    p = subprocess.run([a.bin, "--print-schema"], capture_output=True, text=True, timeout=60,
-                       env=env_for_mpi())
-    lines = p.stdout.strip().splitlines()
-    if p.returncode != 0 or not lines or lines[0] != f"pairbench-schema {SCHEMA_VERSION}":
-        raise Fail(f"--print-schema failed (rc {p.returncode}): {p.stdout[:200]} {p.stderr[:200]}")
-    return [ln.split("\t")[0] for ln in lines[1:]]
-
-
-def num(row: dict, col: str) -> float:
     try:
-        return float(row[col])
-    except ValueError as e:
-        raise Fail(f"{col}={row[col]!r} is not a number in row {row}") from e
+        return rowcheck.schema_columns(a.bin)
+    except UsageError as e:
+        raise Fail(str(e)) from e
 
 
 def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> list:
-    rows = list(csv.DictReader(io.StringIO(text)))
-    hdr = text.splitlines()[0].split(",") if text else []
-    if hdr != cols:
-        raise Fail(f"CSV header differs from --print-schema: {hdr}")
+    """The one row checker (scripts/pairbench/rowcheck.py), then what this run adds:
+    the row count, -n N as the ranks' count, hosts and peers."""
+    info = TABLE[test]
+    reader = csv.DictReader(io.StringIO(text))
+    bad = rowcheck.check_header(reader.fieldnames, cols)
+    if bad:
+        raise Fail(bad[0])
+    rows = list(reader)
     if len(rows) != sizes * (pairs + 1):
         raise Fail(f"expected {sizes} x ({pairs} + 1) rows, got {len(rows)}")
+    bad = rowcheck.check_rows(rows, info, "mpi", pairs)
+    if bad:
+        raise Fail("; ".join(bad))
     for r in rows:
         where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
-        if r["schema_version"] != str(SCHEMA_VERSION) or r["layer"] != "mpi" or r["test"] != test:
-            raise Fail(f"{where}: bad identity columns")
-        if r["status"] != "ok":
-            raise Fail(f"{where}: status {r['status']}: {r['error']}")
-        if int(r["pairs"]) != pairs:
-            raise Fail(f"{where}: pairs={r['pairs']}, expected {pairs}")
-        if r["pair_id"] != "all" and not 0 <= int(r["pair_id"]) < pairs:
-            raise Fail(f"{where}: pair_id out of range")
-        if int(r["iterations"]) <= 0:
-            raise Fail(f"{where}: iterations={r['iterations']}")
-        if r["lat_us_min"]:
-            lo, med, hi, mean = (num(r, c) for c in ("lat_us_min", "lat_us_p50", "lat_us_max",
-                                                      "lat_us_mean"))
-            if not (0 < lo <= med <= hi and lo <= mean <= hi):
-                raise Fail(f"{where}: latency not ordered: min {lo} p50 {med} max {hi} mean {mean}")
-        elif test not in BW_TESTS and not (test == "loaded_lat" and "load" in r["flags"]):
-            if r["pair_id"] == "all" or test != "loaded_lat":
-                raise Fail(f"{where}: no latency in a latency test")
-        if test in BW_TESTS:
-            if num(r, "bw_gbit_s") <= 0 or num(r, "msg_rate_per_s") <= 0:
-                raise Fail(f"{where}: bandwidth/message rate not positive")
-            if r["pair_id"] == "all" and not 0 < num(r, "fairness") <= 1.0000001:
-                raise Fail(f"{where}: fairness {r['fairness']} outside (0, 1]")
         if r["pair_id"] != "all" and not r["host"]:
             raise Fail(f"{where}: no host")
-        if r["pair_id"] != "all" and test in PAIR_TESTS and not r["peer"]:
+        if r["pair_id"] != "all" and info.pairwise and not r["peer"]:
             raise Fail(f"{where}: no peer")
-    for agg in (r for r in rows if r["pair_id"] == "all"):
-        per = [r for r in rows if r["pair_id"] != "all"
-               and r["msg_size_bytes"] == agg["msg_size_bytes"]]
-        check_aggregate_count(a, agg, per, test)
-        check_worst_pair(agg, per, test)
-    for r in rows:
-        check_messages(a, r, test)
+        check_count(a, r, info)
     return rows
 
 
-def check_aggregate_count(a, agg: dict, per: list, test: str) -> None:
-    """The aggregate's iterations and duration_s describe the columns next to them
-    (pb_schema.h): summed over the pairs its bandwidth counts (loaded_lat: the loading
-    pairs, not the probe), else over the pairs its latency pools; collectives and halo:
-    every rank takes part in the same N iterations, so N itself."""
-    where = f"{agg['msg_size_bytes']} B aggregate"
-    if test not in PAIR_TESTS:
-        want = max(int(r["iterations"]) for r in per)
-        if getattr(a, "iterations", None) and want != a.iterations:
-            raise Fail(f"{where}: ranks ran {want} iterations, -n was {a.iterations}")
-        rule = "N"
-    else:
-        bw = [r for r in per if r["bw_gbit_s"]]
-        counted = bw or [r for r in per if r["lat_us_p50"]]
-        want = sum(int(r["iterations"]) for r in counted)
-        rule = "sum over the bandwidth pairs" if bw else "sum over the latency pairs"
-        if counted and agg["duration_s"]:
-            longest = max(num(r, "duration_s") for r in counted)
-            if num(agg, "duration_s") < longest * (1 - 1e-6):
-                raise Fail(f"{where}: duration_s {agg['duration_s']} shorter than a counted "
-                           f"pair's {longest}")
-    if int(agg["iterations"]) != want:
-        raise Fail(f"{where}: iterations={agg['iterations']}, expected {want} ({rule})")
-
-
-def check_messages(a, r: dict, test: str) -> None:
-    """A bandwidth row's iterations are its messages: msg_rate_per_s x duration_s (both
-    directions for bibw, like verbs --bidir; -n N = N per direction)."""
-    if not r["bw_gbit_s"] or not r["duration_s"]:
+def check_count(a, r: dict, info: testtable.TestInfo) -> None:
+    """-n N is what every rank of a collective ran, and per bandwidth pair N messages per
+    direction (bibw: iterations = 2N, like verbs --bidir)."""
+    n = getattr(a, "iterations", None)
+    if not n or "--duration" in getattr(a, "extra", []):
         return
     where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
-    msgs = num(r, "msg_rate_per_s") * num(r, "duration_s")
-    if abs(msgs - int(r["iterations"])) > 1e-5 * msgs + 0.5:
-        raise Fail(f"{where}: iterations {r['iterations']} but msg_rate_per_s x duration_s = "
-                   f"{msgs:.1f}")
-    if test == "bibw" and r["pair_id"] != "all" and getattr(a, "iterations", None) \
-            and "--duration" not in getattr(a, "extra", []) and int(r["iterations"]) != 2 * a.iterations:
-        raise Fail(f"{where}: bibw iterations {r['iterations']}, expected 2 x -n = "
-                   f"{2 * a.iterations}")
-
-
-def check_worst_pair(agg: dict, per: list, test: str) -> None:
-    """The worst pair on the aggregate row: the pair rows' own numbers, or empty."""
-    where = f"{agg['msg_size_bytes']} B aggregate"
-    lat = [r for r in per if r["lat_us_p50"]]
-    bw = [r for r in per if r["bw_gbit_s"]]
-    if test in PAIR_TESTS and len(lat) >= 2:
-        wid = int(agg["worst_lat_pair_id"])
-        worst = next((r for r in lat if int(r["pair_id"]) == wid), None)
-        if worst is None:
-            raise Fail(f"{where}: worst_lat_pair_id {wid} is not a latency pair")
-        if (agg["worst_lat_us_p50"], agg["worst_lat_us_p99"]) != (worst["lat_us_p50"],
-                                                                   worst["lat_us_p99"]):
-            raise Fail(f"{where}: worst_lat_us_p50/p99 are not pair {wid}'s")
-        if num(worst, "lat_us_p50") < max(num(r, "lat_us_p50") for r in lat):
-            raise Fail(f"{where}: pair {wid} is not the pair with the highest p50")
-        if num(agg, "worst_lat_us_p50") < num(agg, "lat_us_min"):
-            raise Fail(f"{where}: worst pair p50 below the aggregate minimum")
-    elif any(agg[c] for c in WORST_LAT):
-        raise Fail(f"{where}: worst-latency columns filled without >= 2 latency pairs")
-    if test in PAIR_TESTS and len(bw) >= 2:
-        mid = int(agg["min_bw_pair_id"])
-        low = next((r for r in bw if int(r["pair_id"]) == mid), None)
-        rates = [num(r, "bw_gbit_s") for r in bw]
-        if low is None or agg["min_pair_bw_gbit_s"] != low["bw_gbit_s"] \
-                or num(low, "bw_gbit_s") != min(rates):
-            raise Fail(f"{where}: min_bw_pair_id/min_pair_bw_gbit_s are not the slowest pair's")
-        share = min(rates) / (sum(rates) / len(rates))
-        if abs(num(agg, "min_pair_bw_share") - share) > 1e-6 or not 0 < share <= 1:
-            raise Fail(f"{where}: min_pair_bw_share {agg['min_pair_bw_share']}, expected {share}")
-    elif any(agg[c] for c in MIN_BW):
-        raise Fail(f"{where}: slowest-pair columns filled without >= 2 bandwidth pairs")
+    if not info.pairwise and int(r["iterations"]) != n:
+        raise Fail(f"{where}: ranks ran {r['iterations']} iterations, -n was {n}")
+    if info.name in BOTH_DIRECTIONS and r["pair_id"] != "all" \
+            and int(r["iterations"]) != 2 * n:
+        raise Fail(f"{where}: {info.name} iterations {r['iterations']}, expected 2 x -n = "
+                   f"{2 * n}")
 
 
 def check_pairing(env: dict, test: str, pairs: int, cross: bool) -> None:
     if "Open MPI" not in env.get("mpi_library", ""):
         raise Fail(f"env record: mpi_library missing: {env.get('mpi_library')!r}")
-    ranks = env["ranks"]
-    if test not in PAIR_TESTS:
+    ranks = env.get("placement", env.get("ranks"))  # "ranks": records made before issue 12
+    if not isinstance(ranks, list):
+        raise Fail("env record: no placement list")
+    if not TABLE[test].pairwise:
         if cross and len({r["node"] for r in ranks}) != 2:
             raise Fail("collective across nodes: ranks are not on two nodes")
         return
@@ -239,7 +156,7 @@ def check_pairing(env: dict, test: str, pairs: int, cross: bool) -> None:
 
 def cmd_run(a) -> None:
     cols = schema(a)
-    pairs = a.np // 2 if a.test in PAIR_TESTS else a.np
+    pairs = a.np // 2 if TABLE[a.test].pairwise else a.np
     sizes = a.sizes.split(",") if a.sizes else ["0"]
     with tempfile.TemporaryDirectory(prefix="pb-mpi-") as d:
         out, envf = os.path.join(d, "rows.csv"), os.path.join(d, "env.json")
@@ -257,7 +174,7 @@ def cmd_run(a) -> None:
             rows = check_rows(a, f.read(), cols, a.test, pairs, len(sizes))
         with open(envf) as f:
             check_pairing(json.load(f), a.test, pairs, a.two_node)
-        if a.test in PAIR_TESTS:
+        if TABLE[a.test].pairwise:
             want = "cross-node" if a.two_node else "intra-node"
             if p.stderr.count(want) != pairs:
                 raise Fail(f"stderr shows {p.stderr.count(want)} {want} pairs, expected {pairs}")

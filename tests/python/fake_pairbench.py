@@ -162,6 +162,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float)
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--list-tests", action="store_true")
+    ap.add_argument("--format", choices=["text", "json"], default="text")
     ap.add_argument("--loopback", action="store_true")
     ap.add_argument("--connect")
     ap.add_argument("--server", action="store_true")
@@ -169,6 +170,11 @@ def main() -> int:
         a = ap.parse_args()
     except SystemExit as exc:
         return 2 if exc.code else 0
+    if a.list_tests and a.format == "json":  # the real table of the layer (the snapshot's)
+        tables = json.loads((HERE.parents[2] / "scripts" / "pairbench" /
+                             "test_tables.json").read_text())
+        print(json.dumps(tables[layer]))
+        return 0
     if a.list_tests:
         print("\n".join(TESTS))
         return 0

@@ -15,6 +15,7 @@ from conftest import cli
 from pairbench.analysis import METRICS
 from pairbench.compare import Thresholds, compare_frames
 from pairbench.schema import load_run, read_csv_text
+from pairbench.testtable import label
 from pairbench.verdict import (
     MIN_REPS,
     NO_PRIOR,
@@ -170,7 +171,8 @@ def test_compare_exit_codes_strict_and_json(base_run: Path, same_run: Path,
     # The text output names the proven point and its headline.
     proc = cli("compare", str(base_run), str(slow))
     assert proc.returncode == 1 and "proven beyond" in proc.stdout
-    assert "2-pair write latency at 8 B: " in proc.stdout and "% higher (" in proc.stdout
+    headline = f"2-pair {label('write_lat', layer='verbs')} at 8 B: "
+    assert headline in proc.stdout and "% higher (" in proc.stdout
     # Zero latency cannot be judged on a log scale: exit 0, but --strict fails on it.
     zero = _edit(same_run, tmp_path / "zero", "lat_us_p50", value="0")
     proc = cli("compare", str(base_run), str(zero), "--metrics", "lat_us_p50")

@@ -1,0 +1,143 @@
+"""The one row checker (pairbench.rowcheck): rows that follow the C rules pass, each
+broken invariant is caught, and ctest's verbs and MPI checks use it rather than copies."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import FAKE, REPO
+from pairbench import rowcheck, testtable
+from pairbench.columns import COLUMNS
+
+TABLES = testtable.load_snapshot()
+COLLECTIVE = next(t for t in TABLES["mpi"] if t.aggregate_iterations == "shared" and t.payload)
+
+
+def fake_rows(tmp_path: Path, layer: str, test: str, pairs: int) -> list[dict[str, str]]:
+    out = tmp_path / f"{layer}-{test}.csv"
+    env = {**os.environ, "FAKE_PB_LAYER": layer, "FAKE_PB_SLOW_PAIR": "1"}
+    subprocess.run([sys.executable, str(FAKE), "--test", test, "--sizes", "8,4K", "--pairs",
+                    str(pairs), "-o", str(out)], env=env, check=True, timeout=60,
+                   capture_output=True)
+    return list(csv.DictReader(out.open()))
+
+
+def collective_point(ranks: int = 2, n: int = 50) -> list[dict[str, str]]:
+    """A valid collective point by the C rules: every rank and the aggregate ran N."""
+    rows = []
+    for pid in [*map(str, range(ranks)), "all"]:
+        r = dict.fromkeys(COLUMNS, "")
+        r.update(schema_version="2", layer="mpi", test=COLLECTIVE.name,
+                 msg_size_bytes="8", pairs=str(ranks), pair_id=pid, iterations=str(n),
+                 status="ok", lat_kind="op", lat_us_min="1", lat_us_p50="2", lat_us_p90="3",
+                 lat_us_p99="", lat_us_p999="", lat_us_max="9", lat_us_mean="2.5",
+                 duration_s="0.001", host="h")
+        if pid == "all":
+            r["start_skew_us"] = "0.5"
+        rows.append(r)
+    return rows
+
+
+@pytest.mark.parametrize("layer,pairs", [("verbs", 1), ("verbs", 4), ("mpi", 2)])
+def test_fake_rows_pass(layer: str, pairs: int, tmp_path: Path) -> None:
+    for info in TABLES[layer]:
+        if info.name not in {"write_lat", "write_bw", "read_lat", "latency", "bw"}:
+            continue  # the fake implements these
+        rows = fake_rows(tmp_path, layer, info.name, pairs)
+        assert rowcheck.check_rows(rows, info, layer, pairs, [8, 4096]) == []
+
+
+def test_a_collective_point_passes_by_the_shared_rule() -> None:
+    assert rowcheck.check_point(collective_point(), COLLECTIVE, "mpi", 2, 8) == []
+    rows = collective_point()
+    rows[-1]["iterations"] = "100"  # summed, as if pairs
+    bad = rowcheck.check_point(rows, COLLECTIVE, "mpi", 2, 8)
+    assert any("shared" in m for m in bad), bad
+
+
+def _set(col: str, value: str, pair: str = "all") -> Callable[[list[dict]], None]:
+    def edit(rows: list[dict]) -> None:
+        next(r for r in rows if r["pair_id"] == pair and r["msg_size_bytes"] == "8")[col] = value
+    return edit
+
+
+@pytest.mark.parametrize("test,edit,needle", [
+    ("write_lat", _set("lat_us_p50", "1e9", "0"), "latency not 0 < min <= p50"),
+    ("write_lat", _set("iterations", "1"), "aggregate iterations 1 != sum"),
+    ("write_lat", _set("worst_lat_pair_id", "0"), "worst_lat"),
+    ("write_lat", _set("bw_gbit_s", "3", "1"), "bandwidth or message rate not > 0"),
+    ("write_lat", _set("msg_rate_per_s", "3", "1"), "filled in a row without bandwidth"),
+    ("write_lat", _set("lat_kind", "op", "1"), "lat_kind 'op'"),
+    ("write_lat", _set("fairness", "1", "2"), "fairness"),
+    ("write_lat", _set("start_skew_us", ""), "start_skew_us"),
+    ("write_lat", _set("status", "error"), "status error"),
+    ("write_lat", _set("layer", "mpi", "3"), "schema_version/layer/test/pairs"),
+    ("write_bw", _set("bw_mbyte_s", "1"), "sum of bytes / window"),
+    ("write_bw", _set("fairness", "1.5"), "fairness '1.5' not in (0, 1]"),
+    ("write_bw", _set("min_bw_pair_id", "3"), "slowest pair"),
+    ("write_bw", _set("msg_rate_per_s", "5", "2"), "msg_rate x duration"),
+    ("write_bw", _set("lat_us_p50", "2", "2"), "latency not 0 < min"),
+    ("write_bw", _set("lat_us_p99", "2", "2"), "filled in a row without latency"),
+    ("write_bw", lambda rows: rows.pop(0), "pair_id values"),
+])
+def test_each_broken_invariant_is_caught(test: str, edit: Callable, needle: str,
+                                         tmp_path: Path) -> None:
+    rows = fake_rows(tmp_path, "verbs", test, 4)
+    info = TABLES["verbs"][test]
+    assert rowcheck.check_rows(rows, info, "verbs", 4, [8, 4096]) == []
+    edit(rows)
+    bad = rowcheck.check_rows(rows, info, "verbs", 4, [8, 4096])
+    assert any(needle in m for m in bad), bad
+
+
+def test_one_pair_has_no_worst_pair_columns(tmp_path: Path) -> None:
+    rows = fake_rows(tmp_path, "verbs", "write_bw", 1)
+    rows[1]["min_pair_bw_share"] = "1"
+    bad = rowcheck.check_rows(rows, TABLES["verbs"]["write_bw"], "verbs", 1)
+    assert bad == ["write_bw 8 B pairs=1: slowest-pair columns filled without >= 2 bandwidth "
+                   "pairs"]
+
+
+def test_header_and_schema_come_from_one_parser() -> None:
+    assert rowcheck.schema_columns(FAKE) == list(COLUMNS)
+    assert rowcheck.check_header(list(COLUMNS)) == []
+    assert rowcheck.check_header(list(COLUMNS)[:-1])
+    # --print-schema is parsed in pairbench.schema only
+    for path in [*(REPO / "scripts" / "pairbench").glob("*.py"),
+                 REPO / "tests" / "verbs" / "check_rows.py",
+                 REPO / "tests" / "mpi" / "mpi_check.py"]:
+        text = path.read_text()
+        if path.name != "schema.py":
+            assert "pairbench-schema " not in text, path
+
+
+@pytest.mark.parametrize("checker", ["tests/verbs/check_rows.py", "tests/mpi/mpi_check.py"])
+def test_ctest_checkers_use_the_one_row_checker(checker: str) -> None:
+    text = (REPO / checker).read_text()
+    assert "from pairbench import rowcheck" in text
+    for copy in ("def check_worst_pair", "def check_aggregate_count", "def check_point",
+                 "PAIR_TESTS", "BW_TESTS"):
+        assert copy not in text, (checker, copy)
+
+
+def test_checkers_run_with_the_system_python(tmp_path: Path) -> None:
+    """ctest runs them with the system python3 (no venv): stdlib only."""
+    py = "/usr/bin/python3"
+    if not Path(py).is_file():
+        pytest.skip("no /usr/bin/python3")
+    rows = tmp_path / "rows.csv"
+    subprocess.run([sys.executable, str(FAKE), "--test", "write_lat", "--sizes", "8",
+                    "--pairs", "2", "-o", str(rows)], check=True, timeout=60)
+    proc = subprocess.run([py, "-I", str(REPO / "tests" / "verbs" / "check_rows.py"),
+                           "--binary", str(FAKE), "--csv", str(rows), "--test", "write_lat",
+                           "--pairs", "2", "--sizes", "8"], capture_output=True, text=True,
+                          timeout=60, check=False, env={"PATH": os.environ["PATH"]})
+    assert proc.returncode == 0, proc.stderr
+    assert "rows OK" in proc.stderr
