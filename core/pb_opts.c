@@ -371,4 +371,5 @@ void pb_opts_print_help(FILE *f, const char *prog, const char *summary, const st
 	}
 }
 
+/* In the order of enum pb_pin_policy (pb_pin.h). */
 const char *const pb_pin_policy_names[] = { "near-device", "compact", "scatter", "list", "none", NULL };

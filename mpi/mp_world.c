@@ -16,6 +16,7 @@
 #include "pb_log.h"
 #include "pb_version.h"
 #include "pb_pin.h"
+#include "pb_run.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -91,7 +92,7 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 		if (pairs_given && 2 * ctx->p->c.pairs != (uint64_t)ctx->size) {
 			snprintf(err, errlen,
 				 "--test %s uses every rank; --pairs %llu means %llu ranks but the job has %d (drop --pairs or start 2 x pairs ranks)",
-				 t->name, (unsigned long long)ctx->p->c.pairs,
+				 t->info.name, (unsigned long long)ctx->p->c.pairs,
 				 2 * (unsigned long long)ctx->p->c.pairs, ctx->size);
 			return -EINVAL;
 		}
@@ -102,7 +103,7 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 	if (ctx->size % 2) {
 		snprintf(err, errlen,
 			 "--test %s pairs ranks and needs an even number of ranks; the job has %d (start 2 x pairs ranks, e.g. mpirun -np 2)",
-			 t->name, ctx->size);
+			 t->info.name, ctx->size);
 		return -EINVAL;
 	}
 	unsigned pairs = (unsigned)ctx->size / 2;
@@ -115,7 +116,7 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 	}
 	if (ctx->n_nodes > 2) {
 		snprintf(err, errlen,
-			 "--test %s pairs two nodes but the ranks are on %d nodes (use -H a,b)", t->name,
+			 "--test %s pairs two nodes but the ranks are on %d nodes (use -H a,b)", t->info.name,
 			 ctx->n_nodes);
 		return -EINVAL;
 	}
@@ -124,7 +125,7 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 	if (ctx->n_nodes == 2 && count[0] != count[1]) {
 		snprintf(err, errlen,
 			 "--test %s across two nodes needs as many ranks on each node; node 0 (%s) has %d, node 1 has %d (use --map-by node or -npernode)",
-			 t->name, infos[0].host, count[0], count[1]);
+			 t->info.name, infos[0].host, count[0], count[1]);
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < pairs; i++) {
@@ -204,30 +205,16 @@ static int mp_world_shm(struct mp_ctx *ctx, char *err, size_t errlen)
 static int mp_world_plan(struct mp_ctx *ctx, hwloc_topology_t topo, int *pu, char *err,
 			 size_t errlen)
 {
-	static const enum pb_pin_policy map[] = {
-		[PB_PIN_OPT_NEAR_DEVICE] = PB_PIN_NEAR_DEVICE, [PB_PIN_OPT_COMPACT] = PB_PIN_COMPACT,
-		[PB_PIN_OPT_SCATTER] = PB_PIN_SCATTER, [PB_PIN_OPT_LIST] = PB_PIN_LIST,
-		[PB_PIN_OPT_NONE] = PB_PIN_NONE,
-	};
-	struct pb_pin_request req = { .policy = map[ctx->p->c.pin],
-				      .nprocs = (unsigned)ctx->node_size,
-				      .allow_oversubscribe = ctx->p->c.allow_oversubscribe };
+	struct pb_pin_request req;
 	unsigned list[PB_PIN_MAX];
 	struct pb_pin_plan *plan = malloc(sizeof(*plan));
 	int rc;
 
 	if (!plan)
 		return -ENOMEM;
-	if (req.policy == PB_PIN_LIST) {
-		rc = pb_pin_parse_list(ctx->p->c.pin_list, list, PB_PIN_MAX, err, errlen);
-		if (rc < 0) {
-			free(plan);
-			return rc;
-		}
-		req.list = list;
-		req.nlist = (size_t)rc;
-	}
-	rc = pb_pin_plan_make(topo, &req, plan, err, errlen);
+	rc = pb_run_pin_request(&ctx->p->c, (unsigned)ctx->node_size, list, &req, err, errlen);
+	if (!rc)
+		rc = pb_pin_plan_make(topo, &req, plan, err, errlen);
 	if (!rc) {
 		*pu = plan->pu[ctx->node_rank];
 		if (plan->note[0] && ctx->node_rank == 0)
@@ -263,13 +250,13 @@ static int mp_world_pin(struct mp_ctx *ctx, char *err, size_t errlen)
 
 		/* The launcher's binding wins, but a --pin-list that could not be
 		 * applied is still an error, not silently ignored. */
-		if (ctx->p->c.pin == PB_PIN_OPT_LIST)
+		if (ctx->p->c.pin == PB_PIN_LIST)
 			rc = mp_world_plan(ctx, topo, &pu, err, errlen);
 		hwloc_bitmap_list_snprintf(set, sizeof(set), cur);
 		snprintf(ctx->binding, sizeof(ctx->binding), "launcher {%s}", set);
 		if (!rc)
 			rc = pb_pin_apply(topo, -1, &rep, err, errlen);
-	} else if (ctx->p->c.pin == PB_PIN_OPT_NONE) {
+	} else if (ctx->p->c.pin == PB_PIN_NONE) {
 		snprintf(ctx->binding, sizeof(ctx->binding), "none");
 		rc = pb_pin_apply(topo, -1, &rep, err, errlen);
 	} else {
@@ -445,7 +432,7 @@ static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 	MPI_Get_version(&major, &minor);
 	fprintf(f, "{\n  \"tool\": \"pairbench-mpi\", \"version\": \"%s\", \"git_commit\": \"%s\",\n",
 		pb_version(), pb_git_commit());
-	fprintf(f, "  \"layer\": \"mpi\", \"test\": \"%s\", \"host\": ", t->name);
+	fprintf(f, "  \"layer\": \"mpi\", \"test\": \"%s\", \"host\": ", t->info.name);
 	mp_json_str(f, ctx->host);
 	fprintf(f, ",\n  \"mpi_library\": ");
 	mp_json_str(f, lib);

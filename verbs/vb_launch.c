@@ -178,11 +178,9 @@ static int vb_check_device(struct vb_launch *L)
 
 static int vb_plan(struct vb_launch *L)
 {
-	static const enum pb_pin_policy map[] = { PB_PIN_NEAR_DEVICE, PB_PIN_COMPACT, PB_PIN_SCATTER,
-						  PB_PIN_LIST, PB_PIN_NONE };
 	unsigned list[PB_PIN_MAX];
 	struct pb_pin_request req = {
-		.policy = map[L->p->c.pin], .nprocs = L->members,
+		.policy = (enum pb_pin_policy)L->p->c.pin, .nprocs = L->members,
 		.allow_oversubscribe = L->p->c.allow_oversubscribe,
 		.pci_busid = L->sh->probe.pci_busid[0] ? L->sh->probe.pci_busid : NULL,
 	};
