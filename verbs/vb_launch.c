@@ -14,6 +14,7 @@
 #include "pb_clock.h"
 #include "pb_log.h"
 #include "pb_pin.h"
+#include "pb_run.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -235,7 +236,7 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 	w->side = p->loopback ? (member < p->pairs ? VB_CLIENT : VB_SERVER) : p->side;
 	w->pair = member % p->pairs;
 	w->measuring = w->side == VB_CLIENT;
-	w->loaded_probe = w->test->kind == VB_KIND_LOADED && w->pair == 0 && w->side == VB_CLIENT;
+	w->role = vb_test_role(w->test, w->side, w->pair);
 	w->sync = L->sync;
 	w->timeout_ns = (uint64_t)(p->c.timeout_s * 1e9);
 	gethostname(w->host, sizeof(w->host) - 1);
@@ -263,14 +264,7 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 {
 	const struct vb_params *p = L->p;
 	const struct vb_worker_report *rep = &L->sh->w[w->member];
-	bool bw = w->test->kind != VB_KIND_LAT;
-	struct pb_engine_params ep = {
-		.layer = "verbs", .test = p->c.test, .variant = vb_variant(p),
-		.lat_kind = w->test->lat_kind, .sizes = p->c.sizes.v, .n_sizes = p->c.sizes.n,
-		.iterations = p->c.iterations, .warmup = p->c.warmup, .duration_s = p->c.duration_s,
-		.window = bw ? p->tx_depth : 0, .pairs = p->pairs,
-		.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1),
-	};
+	struct pb_engine_params ep;
 	struct pb_engine_role role = {
 		.measuring = w->measuring, .leader = w->member == 0 && w->side == VB_CLIENT,
 		.pair_id = w->pair, .cpu = rep->cpu, .numa_node = rep->numa_node, .host = w->host,
@@ -280,7 +274,12 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 		.csv = role.leader ? L->csv : NULL,
 		.table = role.leader && !p->c.quiet ? stderr : NULL,
 	};
-	int rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, w->test->ops(w), w, &sink);
+	int rc;
+
+	pb_run_engine_params(&w->test->info, "verbs", &p->c, vb_variant(p), p->tx_depth, p->pairs,
+			     &ep);
+	ep.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1);
+	rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, w->role->ops, w, &sink);
 
 	if (role.leader && L->csv)
 		fflush(L->csv);

@@ -241,8 +241,7 @@ int vb_prepare_common(struct vb_worker *w, uint64_t size)
 	w->seq = 0;
 	w->posts = 0;
 	w->sig_pending = false;
-	if (w->test->kind == VB_KIND_LOADED)
-		w->loaded_point++;
+	w->loaded_point++;   /* read by the probe and its load (struct vb_role) only */
 	memset(rx, 0, size < w->region ? size : w->region);
 	memset(&w->wr, 0, sizeof(w->wr));
 	w->wr.sg_list = &w->sge;
