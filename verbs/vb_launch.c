@@ -302,7 +302,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 
 			snprintf(why, sizeof(why), "pair %u (%s): connect: %s", w.pair, side, w.error);
 			pb_log_error("%s", why);
-			shm_sync_abort(L->sync, (int)member, why);
+			shm_meet_ops.fail(&w.meet, why);
 		}
 	} else {
 		shm_sync_abort(L->sync, (int)member, "worker set-up failed");
@@ -311,7 +311,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 		rc = vb_validate_run(&w, L->p->validate_selftest);
 		if (rc) {
 			pb_log_error("pair %u (%s): validate: %s", w.pair, side, w.error);
-			shm_sync_abort(L->sync, (int)member, w.error);
+			shm_meet_ops.fail(&w.meet, w.error);
 		}
 	} else if (!rc) {
 		rc = vb_worker_measure(L, &w);

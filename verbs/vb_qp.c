@@ -31,7 +31,7 @@ int vb_wait_check(struct vb_worker *w, uint64_t deadline_ns, const char *what)
 		snprintf(w->error, sizeof(w->error), "interrupted (signal) while waiting for %s", what);
 		return -EINTR;
 	}
-	if (shm_sync_aborted(w->sync, why, sizeof(why))) {
+	if (shm_meet_ops.aborted(&w->meet, why, sizeof(why))) {
 		snprintf(w->error, sizeof(w->error), "aborted while waiting for %s: %s", what, why);
 		return -ECANCELED;
 	}
