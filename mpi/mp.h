@@ -63,6 +63,8 @@ struct mp_ctx {
 	char peer_label[96];
 	/* placement */
 	int cpu, numa_node;
+	int pu;                      /* PU bound by pairbench; -1 none (launcher's binding, --pin none) */
+	bool pin_verified;           /* the binding read back equals the request */
 	char binding[80];            /* "launcher {0}", "pairbench PU 1", "none" */
 	uint64_t timeout_ns;
 	struct mp_watchdog *wd;

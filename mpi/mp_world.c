@@ -14,7 +14,7 @@
 
 #include "pb_clock.h"
 #include "pb_log.h"
-#include "pb_version.h"
+#include "pb_env.h"
 #include "pb_pin.h"
 #include "pb_run.h"
 
@@ -26,7 +26,7 @@
 /* What each rank knows about itself; gathered for pairing and the record. */
 struct mp_rank_info {
 	int32_t rank, node_leader, node_id, node_rank;
-	int32_t side, peer, pair_id, cpu, numa_node;
+	int32_t side, peer, pair_id, cpu, numa_node, pu, verified;
 	char host[64];
 	char binding[80];
 };
@@ -269,6 +269,8 @@ static int mp_world_pin(struct mp_ctx *ctx, char *err, size_t errlen)
 	if (!rc) {
 		ctx->cpu = rep.cpu;
 		ctx->numa_node = rep.numa_node;
+		ctx->pu = rep.pu_bound;
+		ctx->pin_verified = rep.verified;
 	}
 	hwloc_bitmap_free(cur);
 	hwloc_topology_destroy(topo);
@@ -363,24 +365,6 @@ int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t)
 	return rc;
 }
 
-static void mp_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static void mp_print_pairing(const struct mp_ctx *ctx, const struct mp_test *t,
 			     const struct mp_rank_info *in)
 {
@@ -400,24 +384,29 @@ static void mp_print_pairing(const struct mp_ctx *ctx, const struct mp_test *t,
 	}
 }
 
+/* "placement": every rank (struct pb_place) plus its node, binding, side, peer, clock offset. */
 static void mp_json_ranks(FILE *f, const struct mp_ctx *ctx, const struct mp_rank_info *in)
 {
-	fprintf(f, "  \"ranks\": [\n");
+	pb_env_placement_begin(f);
 	for (int r = 0; r < ctx->size; r++) {
 		const struct mp_rank_info *a = &in[r];
+		struct pb_place pl = {
+			.pair = a->pair_id, .member = r, .pu = a->pu, .cpu = a->cpu,
+			.numa_node = a->numa_node, .verified = a->verified,
+			.role = a->side == MP_SIDE_A ? "A" : a->side == MP_SIDE_B ? "B" : "rank",
+		};
 
-		fprintf(f, "    {\"rank\": %d, \"node\": %d, \"node_rank\": %d, \"host\": ", r,
+		pb_env_place(f, &pl, r == 0);
+		fprintf(f, ", \"rank\": %d, \"node\": %d, \"node_rank\": %d, \"host\": ", r,
 			a->node_id, a->node_rank);
-		mp_json_str(f, a->host);
-		fprintf(f, ", \"cpu\": %d, \"numa_node\": %d, \"binding\": ", a->cpu, a->numa_node);
-		mp_json_str(f, a->binding);
-		fprintf(f, ", \"side\": \"%s\", \"pair\": %d, \"peer\": %d, \"clock_offset_ns\": %lld}%s\n",
-			a->side == MP_SIDE_A ? "A" : a->side == MP_SIDE_B ? "B" : "",
-			a->pair_id, a->peer,
-			ctx->clock_offset_ns ? (long long)ctx->clock_offset_ns[r] : 0LL,
-			r + 1 < ctx->size ? "," : "");
+		pb_env_str(f, a->host);
+		fputs(", \"binding\": ", f);
+		pb_env_str(f, a->binding);
+		fprintf(f, ", \"peer\": %d, \"clock_offset_ns\": %lld}", a->peer,
+			ctx->clock_offset_ns ? (long long)ctx->clock_offset_ns[r] : 0LL);
 	}
-	fprintf(f, "  ],\n");
+	pb_env_placement_end(f);
+	fputs(",\n", f);
 }
 
 static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
@@ -430,19 +419,14 @@ static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 
 	MPI_Get_library_version(lib, &len);
 	MPI_Get_version(&major, &minor);
-	fprintf(f, "{\n  \"tool\": \"pairbench-mpi\", \"version\": \"%s\", \"git_commit\": \"%s\",\n",
-		pb_version(), pb_git_commit());
-	fprintf(f, "  \"layer\": \"mpi\", \"test\": \"%s\", \"host\": ", t->info.name);
-	mp_json_str(f, ctx->host);
-	fprintf(f, ",\n  \"mpi_library\": ");
-	mp_json_str(f, lib);
+	pb_env_head(f, "pairbench-mpi", "mpi", t->info.name, ctx->host);
+	fprintf(f, "  \"mpi_library\": ");
+	pb_env_str(f, lib);
 	fprintf(f, ",\n  \"mpi_standard\": \"%d.%d\", \"world_size\": %d, \"nodes\": %d, \"pairs\": %u,\n",
 		major, minor, ctx->size, ctx->n_nodes, ctx->pairs);
 	fprintf(f, "  \"pairing\": \"%s\",\n",
 		t->kind == MP_KIND_ALL ? "all ranks" : ctx->n_nodes == 2 ? "cross-node" : "intra-node");
-	fprintf(f, "  \"clock\": {\"source\": \"%s\", \"kernel_clocksource\": \"%s\", \"cost_ns\": %.1f, \"resolution_ns\": %.1f, \"offset_error_ns\": %.0f},\n",
-		ci->source ? ci->source : "CLOCK_MONOTONIC_RAW", ci->kernel_clocksource,
-		ci->cost_ns, ci->resolution_ns, ctx->clock_offset_err_ns);
+	pb_env_clock(f, ci, ctx->clock_offset_err_ns);
 	fprintf(f, "  \"options\": {\"window\": %llu, \"back_to_back\": %s, \"root_rotate\": %s, \"halo_neighbours\": %llu, \"bind_mode\": \"%s\", \"timeout_s\": %g},\n",
 		(unsigned long long)ctx->p->window, ctx->p->back_to_back ? "true" : "false",
 		ctx->p->root_rotate ? "true" : "false", (unsigned long long)ctx->p->halo_neighbours,
@@ -450,7 +434,7 @@ static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 	mp_json_ranks(f, ctx, in);
 	fprintf(f, "  \"argv\": [");
 	for (int i = 0; i < argc; i++) {
-		mp_json_str(f, argv[i]);
+		pb_env_str(f, argv[i]);
 		fputs(i + 1 < argc ? ", " : "", f);
 	}
 	fprintf(f, "]\n}\n");
@@ -467,7 +451,8 @@ int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char 
 	struct mp_rank_info me = { .rank = ctx->rank, .node_id = ctx->node_id,
 				   .node_rank = ctx->node_rank, .side = ctx->side, .peer = ctx->peer,
 				   .pair_id = t->kind == MP_KIND_ALL ? -1 : (int)ctx->pair_id,
-				   .cpu = ctx->cpu, .numa_node = ctx->numa_node };
+				   .cpu = ctx->cpu, .numa_node = ctx->numa_node, .pu = ctx->pu,
+				   .verified = ctx->pin_verified };
 	struct mp_rank_info *in = NULL;
 	int rc = 0;
 

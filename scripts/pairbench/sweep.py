@@ -205,7 +205,7 @@ def point_record(res: PointResult, run_dir: Path, reason: str | None) -> dict:
             "env_record": env_record}
 
 
-PINNING_KEYS = ("pinning", "workers", "ranks")  # fake, pairbench-verbs, pairbench-mpi
+PINNING_KEYS = ("pinning", "placement", "workers", "ranks")  # fake; both binaries; older records
 
 
 def pinning_of(env_record: object) -> list | None:
