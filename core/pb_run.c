@@ -2,8 +2,21 @@
 /* Run scaffolding shared by the executables (pb_run.h). */
 #include "pb_run.h"
 
+#include "pb_log.h"
+
 #include <errno.h>
 #include <string.h>
+
+int pb_run_clock(const struct pb_common_params *c, struct pb_clock_info *ci)
+{
+	int rc = pb_clock_calibrate(ci);
+
+	if (rc)
+		pb_log_error("clock calibration: %s", strerror(-rc));
+	else if (!c->quiet)
+		pb_clock_warn_if_slow(ci);
+	return rc;
+}
 
 void pb_run_engine_params(const struct pb_test_info *t, const char *layer,
 			  const struct pb_common_params *c, const char *variant, uint64_t window,

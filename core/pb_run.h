@@ -8,6 +8,7 @@
 #ifndef PB_RUN_H
 #define PB_RUN_H
 
+#include "pb_clock.h"
 #include "pb_common.h"
 #include "pb_engine.h"
 #include "pb_pin.h"
@@ -29,5 +30,11 @@ void pb_run_engine_params(const struct pb_test_info *t, const char *layer,
  */
 int pb_run_pin_request(const struct pb_common_params *c, unsigned nprocs, unsigned *list,
 		       struct pb_pin_request *req, char *err, size_t errlen);
+
+/*
+ * The clock calibration every record holds: measured, a warning on stderr when
+ * a read is slow (unless quiet), one error line when it fails.  0 or -errno.
+ */
+int pb_run_clock(const struct pb_common_params *c, struct pb_clock_info *ci);
 
 #endif

@@ -472,11 +472,7 @@ int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char 
 		mp_print_pairing(ctx, t, in);
 		/* Rank 0's clock stands for all: the ranks of a run share a kernel
 		 * configuration (and, across nodes, the offset error is recorded). */
-		rc = pb_clock_calibrate(&ci);
-		if (rc)
-			pb_log_error("clock calibration: %s", strerror(-rc));
-		else if (!ctx->p->c.quiet)
-			pb_clock_warn_if_slow(&ci);
+		rc = pb_run_clock(&ctx->p->c, &ci);
 		if (!rc && ctx->env_json)
 			rc = mp_write_env(ctx, t, in, &ci, argc, argv);
 		free(in);

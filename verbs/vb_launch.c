@@ -443,12 +443,8 @@ int vb_launch(struct vb_params *p, FILE *csv)
 	if ((rc = vb_probe(&L)) || (rc = vb_check_device(&L)) || (rc = vb_plan(&L)))
 		goto out;
 	/* Before the workers exist, so the calibration competes with nothing. */
-	if ((rc = pb_clock_calibrate(&L.clock))) {
-		pb_log_error("clock calibration: %s", strerror(-rc));
+	if ((rc = pb_run_clock(&p->c, &L.clock)))
 		goto out;
-	}
-	if (!p->c.quiet)
-		pb_clock_warn_if_slow(&L.clock);
 	if (!p->c.quiet)
 		pb_log_info("device %s port %llu (%s, %s, %.1f Gbit/s data rate), %s, %s%s",
 			    L.sh->probe.device, (unsigned long long)p->ib_port,
