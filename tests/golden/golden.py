@@ -61,8 +61,20 @@ class Fail(Exception):
     pass
 
 
-def point(r: dict) -> tuple:
-    return (r["test"], r["variant"], r["msg_size_bytes"], r["pairs"])
+def mask_loading(rows: list[list[str]]) -> None:
+    """A loading pair (a per-pair row without lat_kind in a point that measures latency) runs
+    until the probe is done: its iterations, and the aggregate's sum of them, are measurements."""
+    k = {c: KEPT.index(c) for c in ("test", "variant", "msg_size_bytes", "pairs", "pair_id",
+                                    "lat_kind", "iterations")}
+
+    def point(r: list[str]) -> tuple:
+        return (r[k["test"]], r[k["variant"]], r[k["msg_size_bytes"]], r[k["pairs"]])
+
+    lat = {point(r) for r in rows if r[k["lat_kind"]]}
+    loaded = {point(r) for r in rows if r[k["pair_id"]] != "all" and not r[k["lat_kind"]]} & lat
+    for r in rows:
+        if point(r) in loaded and (r[k["pair_id"]] == "all" or not r[k["lat_kind"]]):
+            r[k["iterations"]] = "#"
 
 
 def normalise(text: str) -> list[list[str]]:
@@ -76,16 +88,12 @@ def normalise(text: str) -> list[list[str]]:
     unknown = [c for c in rows[0] if c not in KEPT + MEASURED + MACHINE]
     if unknown:
         raise Fail(f"columns this script does not classify: {unknown}")
-    # A loading pair runs until the probe is done: its count, and the aggregate's sum of
-    # them, are measurements.
-    loaded = {point(r) for r in rows if "load" in r["flags"].split(";")}
     out = []
     for r in rows:
         flags = ";".join(f for f in r["flags"].split(";") if f and f not in MEASURED_FLAGS)
         kept = [flags if c == "flags" else r[c] for c in KEPT]
-        if point(r) in loaded and (r["pair_id"] == "all" or "load" in r["flags"].split(";")):
-            kept[KEPT.index("iterations")] = "#"
         out.append(kept + ["#" if r[c] != "" else "" for c in MEASURED])
+    mask_loading(out)
     out.sort()
     return [list(KEPT + MEASURED)] + out
 

@@ -65,7 +65,7 @@ class GoldenTest(unittest.TestCase):
 
     def test_loading_pair_counts_are_measurements(self) -> None:
         load = [row(test="loaded_lat", flags="probe"),
-                row(test="loaded_lat", pair_id="1", flags="load", iterations="56"),
+                row(test="loaded_lat", pair_id="1", lat_kind="", iterations="56"),
                 row(test="loaded_lat", pair_id="all", iterations="56")]
         other = [dict(r) for r in load]
         other[1]["iterations"] = other[2]["iterations"] = "32"
