@@ -14,6 +14,8 @@
 #include <stdio.h>
 
 #define PB_TEST_TABLE_SCHEMA 2
+/* Most tests pairbench-mpi's tables (several arrays) may hold together. */
+#define PB_TESTS_MAX 64
 
 enum pb_test_kind { PB_TK_LATENCY, PB_TK_BANDWIDTH, PB_TK_MESSAGE_RATE, PB_TK_LOADED_LATENCY,
 		    PB_TK_COLLECTIVE, PB_TK_HALO };

@@ -58,16 +58,22 @@ const struct mp_test *mp_test_find(const char *name)
 	return NULL;
 }
 
-void mp_test_list(FILE *f, int fmt)
+int mp_test_list(FILE *f, int fmt)
 {
-	const struct pb_test_info *all[32];
+	const struct pb_test_info *all[PB_TESTS_MAX];
 	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(mp_families) / sizeof(mp_families[0]); i++) {
-		for (const struct mp_test *t = mp_families[i]; t->info.name && n < 32; t++)
+		for (const struct mp_test *t = mp_families[i]; t->info.name; t++) {
+			if (n == PB_TESTS_MAX) {
+				pb_log_error("more than %d tests: raise PB_TESTS_MAX", PB_TESTS_MAX);
+				return -E2BIG;
+			}
 			all[n++] = &t->info;
+		}
 	}
 	pb_test_info_print(f, (enum pb_list_format)fmt, "mpi", all, n);
+	return 0;
 }
 
 /* Watchdog deadlines around the test's own phases (the meet arms its own). */
@@ -328,10 +334,10 @@ int main(int argc, char **argv)
 		else if (ctx.rank == 0 && p.c.print_schema)
 			pb_schema_print(stdout);
 		else if (ctx.rank == 0)
-			mp_test_list(stdout, p.c.list_format);
+			rc = mp_test_list(stdout, p.c.list_format);
 		mp_watchdog_stop(ctx.wd);
 		MPI_Finalize();
-		return PB_EXIT_OK;
+		return pb_exit_code(rc);
 	}
 	ctx.pairs_given = pb_opts_given(mp_opts, MP_N_OPTS, &res, "pairs");
 	mp_watchdog_arm(ctx.wd, "the start-up", (uint64_t)(p.c.timeout_s * 1e9));

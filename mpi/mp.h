@@ -107,7 +107,8 @@ extern const struct mp_test mp_tests_halo[];
 /* Find a test by name; NULL if unknown. */
 const struct mp_test *mp_test_find(const char *name);
 /* Print the test table in fmt (enum pb_list_format). */
-void mp_test_list(FILE *f, int fmt);
+/* -E2BIG (nothing printed) when the tables hold more than PB_TESTS_MAX tests. */
+int mp_test_list(FILE *f, int fmt);
 
 /* --- mp_world.c --- */
 /*

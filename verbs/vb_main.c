@@ -321,10 +321,10 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 
 static void vb_list_tests(int fmt)
 {
-	const struct pb_test_info *all[32];
+	const struct pb_test_info *all[sizeof(vb_tests) / sizeof(vb_tests[0])];
 	size_t n = 0;
 
-	for (const struct vb_test *t = vb_tests; t->info.name && n < 32; t++)
+	for (const struct vb_test *t = vb_tests; t->info.name; t++)
 		all[n++] = &t->info;
 	pb_test_info_print(stdout, (enum pb_list_format)fmt, "verbs", all, n);
 }
