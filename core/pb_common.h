@@ -9,6 +9,7 @@
 #define PB_COMMON_H
 
 #include "pb_opts.h"
+#include "pb_pin.h"
 #include "pb_test_info.h"
 
 #include <stddef.h>
@@ -39,6 +40,12 @@ struct pb_common_params {
 	int list_format;         /* enum pb_list_format */
 	bool help;
 };
+
+/*
+ * Checks across the common options after parsing (e.g. --pin-list without
+ * --pin list).  Returns 0 or -EINVAL with one message in err (exit code 2).
+ */
+int pb_common_check(const struct pb_common_params *c, char *err, size_t errlen);
 
 #define PB_COMMON_OPTS(type, m, default_test, default_sizes, default_iters)                      \
 	{ "test", 0, PB_OPT_STRING, offsetof(type, m.test), default_test, 0, 0, NULL, "NAME",      \

@@ -24,9 +24,13 @@ int pb_sink_write(struct pb_sink *sink, const struct pb_row *rows, unsigned n)
 	if (sink->table && !sink->header_done)
 		pb_result_print_table(sink->table, rows, 0, true);
 	sink->header_done = true;
+	if (sink->progress)
+		*sink->progress = 1 + sink->rows_written;
 	for (unsigned i = 0; i < n; i++) {
 		if (sink->csv && pb_csv_write_row(sink->csv, &rows[i]))
 			return -EIO;
+		if (sink->progress)
+			*sink->progress = 1 + sink->rows_written + i + 1;
 	}
 	if (sink->table)
 		pb_result_print_table(sink->table, rows, n, false);
@@ -136,7 +140,8 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 		rc = test->warmup(tctx, size, p->warmup);
 	if (rc)
 		snprintf(t.error, sizeof(t.error), "set-up/warm-up at %llu B failed: %s",
-			 (unsigned long long)size, strerror(-rc));
+			 (unsigned long long)size,
+			 test->error && test->error(tctx)[0] ? test->error(tctx) : strerror(-rc));
 	if (!rc) {
 		rc = meet->barrier(mctx, &exit_ns);
 		if (rc)
@@ -152,6 +157,8 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 			t.samples_ns = b->samples_ns;
 		}
 		rc = test->timed(tctx, &t);
+		if (rc && !t.error[0] && test->error)
+			snprintf(t.error, sizeof(t.error), "%s", test->error(tctx));
 	}
 	if (!rc && test->finish)
 		rc = test->finish(tctx, size);
@@ -213,6 +220,43 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 			}
 		}
 	}
+	return rc;
+}
+
+int pb_engine_rest_rows(const struct pb_engine_params *p, const char *host, unsigned progress,
+			const char *why, struct pb_sink *sink)
+{
+	unsigned per_point = p->pairs + 1, done = progress ? progress - 1 : 0;
+	struct pb_engine_bufs b = { 0 };
+	char notrun[600];
+	int rc = 0;
+
+	b.res = calloc(p->pairs, sizeof(*b.res));
+	b.rows = calloc(per_point, sizeof(*b.rows));
+	if (!b.res || !b.rows) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	sink->header_done = progress > 0;
+	snprintf(notrun, sizeof(notrun), "not run: earlier failure (%s)", why);
+	for (size_t i = done / per_point; !rc && i < p->n_sizes; i++) {
+		struct pb_point_desc pt;
+		unsigned skip = i == done / per_point ? done % per_point : 0;
+
+		pb_engine_point(p, p->sizes[i], &pt);
+		for (unsigned k = 0; k < p->pairs; k++) {
+			memset(&b.res[k], 0, sizeof(b.res[k]));
+			b.res[k].pair_id = k;
+			b.res[k].cpu = b.res[k].numa_node = -1;
+			snprintf(b.res[k].host, sizeof(b.res[k].host), "%s", host ? host : "");
+			pb_result_fail(&b.res[k], -ECANCELED, "%s", i == done / per_point ? why : notrun);
+		}
+		pb_result_rows(&pt, b.res, p->pairs, NULL, 0, b.rows);
+		rc = pb_sink_write(sink, b.rows + skip, per_point - skip);
+	}
+out:
+	free(b.res);
+	free(b.rows);
 	return rc;
 }
 

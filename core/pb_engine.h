@@ -52,6 +52,8 @@ struct pb_test_ops {
 	int (*warmup)(void *tctx, uint64_t msg_size_bytes, uint64_t iterations);
 	int (*timed)(void *tctx, struct pb_timed *t);
 	int (*finish)(void *tctx, uint64_t msg_size_bytes);
+	/* Optional: the transport's own text for its last failure (rows say it instead of strerror). */
+	const char *(*error)(void *tctx);
 };
 
 struct pb_meet_ops {
@@ -102,6 +104,12 @@ struct pb_sink {
 	FILE *table;             /* human table; NULL = none */
 	bool header_done;
 	unsigned rows_written;
+	/*
+	 * Optional, e.g. in memory shared with a launcher: 0 before anything was
+	 * written, 1 after the header, 1 + n after n rows, so that whoever
+	 * outlives a dead leader can complete the output (pb_engine_rest_rows).
+	 */
+	volatile unsigned *progress;
 };
 
 /*
@@ -111,6 +119,15 @@ struct pb_sink {
 int pb_engine_run(const struct pb_engine_params *p, const struct pb_engine_role *role,
 		  const struct pb_meet_ops *meet, void *mctx, const struct pb_test_ops *test,
 		  void *tctx, struct pb_sink *sink);
+
+/*
+ * Error rows for what a run left undone, given the sink's progress value
+ * (see pb_sink.progress): the rest of the point in progress with reason why,
+ * then every later size with "not run: earlier failure (why)".  host names
+ * the rows' host.  Returns 0 or -EIO.
+ */
+int pb_engine_rest_rows(const struct pb_engine_params *p, const char *host, unsigned progress,
+			const char *why, struct pb_sink *sink);
 
 /* Write rows to a sink (header first if needed). Returns 0 or -EIO. */
 int pb_sink_write(struct pb_sink *sink, const struct pb_row *rows, unsigned n);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "pb_opts.h"
+#include "pb_pin.h"
 #include "pb_common.h"
 #include "pb_log.h"
 
@@ -9,6 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A clipped copy in a buffer of the calling statement (C11 compound literal). */
+#define PB_CLIP(v) pb_opts_clip((v), (char[PB_CLIP_CHARS + 4]){ 0 }, PB_CLIP_CHARS + 4)
+
+const char *pb_opts_clip(const char *v, char *buf, size_t len)
+{
+	size_t n = 0, max = len > 4 ? len - 4 : 0;
+
+	if (!len)
+		return "";
+	for (; v[n] && n < max && n < PB_CLIP_CHARS; n++)
+		buf[n] = isprint((unsigned char)v[n]) ? v[n] : '?';
+	buf[n] = 0;
+	if (v[n])
+		strcpy(buf + n, "...");
+	return buf;
+}
+
 static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, char *err,
 			     size_t errlen)
 {
@@ -17,13 +35,13 @@ static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, cha
 	unsigned shift = 0;
 
 	if (!*text || !isdigit((unsigned char)*text)) {
-		snprintf(err, errlen, "'%s' is not a non-negative integer", text);
+		snprintf(err, errlen, "'%s' is not a non-negative integer", PB_CLIP(text));
 		return -EINVAL;
 	}
 	errno = 0;
 	v = strtoull(text, &end, 10);
 	if (errno == ERANGE) {
-		snprintf(err, errlen, "'%s' is too large", text);
+		snprintf(err, errlen, "'%s' is too large", PB_CLIP(text));
 		return -EINVAL;
 	}
 	if (suffixes && *end) {
@@ -37,12 +55,12 @@ static int pb_parse_u64_text(const char *text, bool suffixes, uint64_t *out, cha
 			end++;
 	}
 	if (*end) {
-		snprintf(err, errlen, "'%s' has trailing characters '%s'%s", text, end,
-			 suffixes ? " (suffixes: K, M, G)" : "");
+		snprintf(err, errlen, "'%s' has trailing characters '%s'%s", PB_CLIP(text),
+			 PB_CLIP(end), suffixes ? " (suffixes: K, M, G)" : "");
 		return -EINVAL;
 	}
 	if (shift && v > (UINT64_MAX >> shift)) {
-		snprintf(err, errlen, "'%s' is too large", text);
+		snprintf(err, errlen, "'%s' is too large", PB_CLIP(text));
 		return -EINVAL;
 	}
 	*out = (uint64_t)v << shift;
@@ -189,7 +207,7 @@ static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, c
 		errno = 0;
 		d = strtod(val, &end);
 		if (!*val || *end || errno || !isfinite(d)) {
-			snprintf(err, errlen, "'%s' is not a number", val);
+			snprintf(err, errlen, "'%s' is not a number", PB_CLIP(val));
 			return -EINVAL;
 		}
 		rc = pb_opt_check_range(o, d, err, errlen);
@@ -201,6 +219,10 @@ static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, c
 	case PB_OPT_U64_LIST: {
 		struct pb_u64_list *l = (struct pb_u64_list *)field;
 
+		if (strlen(val) > 1000) {
+			snprintf(err, errlen, "a list of %zu characters is too long (at most 1000)", strlen(val));
+			return -EINVAL;
+		}
 		rc = pb_parse_size_list(val, o->type == PB_OPT_SIZE_LIST, l, err, errlen);
 		for (size_t i = 0; !rc && i < l->n; i++)
 			rc = pb_opt_check_range(o, (double)l->v[i], err, errlen);
@@ -224,7 +246,7 @@ static int pb_opt_store(const struct pb_opt *o, const char *val, void *params, c
 			char range[256];
 
 			pb_opt_range_text(o, range, sizeof(range));
-			snprintf(err, errlen, "'%s' is not one of %s", val, range);
+			snprintf(err, errlen, "'%s' is not one of %s", PB_CLIP(val), range);
 		}
 		return -EINVAL;
 	}
@@ -272,10 +294,39 @@ static int pb_opts_defaults(const struct pb_opt *t, size_t n, void *params)
 
 #define PB_OPTS_FAIL(...) (snprintf(msg, msglen, __VA_ARGS__), -EINVAL)
 
+/*
+ * Make a reason from any parser one short line: every quoted value ('...')
+ * longer than PB_CLIP_CHARS is clipped, non-printable characters become '?'.
+ */
+static void pb_opts_clip_quoted(char *s)
+{
+	char *r = s, *w = s;
+
+	while (*r) {
+		if (*r == '\'') {
+			char *end = strchr(r + 1, '\'');
+			size_t n = end ? (size_t)(end - r - 1) : 0;
+
+			if (end && n > PB_CLIP_CHARS) {
+				*w++ = '\'';
+				for (size_t i = 0; i < PB_CLIP_CHARS; i++)
+					*w++ = isprint((unsigned char)r[1 + i]) ? r[1 + i] : '?';
+				memcpy(w, "...'", 4);
+				w += 4;
+				r = end + 1;
+				continue;
+			}
+		}
+		*w++ = isprint((unsigned char)*r) ? *r : '?';
+		r++;
+	}
+	*w = 0;
+}
+
 int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, void *params,
 		      struct pb_opts_result *res, char *msg, size_t msglen)
 {
-	char err[512];
+	char err[1280]; /* room for a list parser's echo of a whole 1000-character value */
 	int rc;
 
 	res->set_mask = 0;
@@ -288,7 +339,8 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 		char shown[64];
 
 		if (arg[0] != '-' || !arg[1] || (arg[1] == '-' && !arg[2])) {
-			return PB_OPTS_FAIL("unexpected argument '%s' (options start with '-'; see --help)", arg);
+			return PB_OPTS_FAIL("unexpected argument '%s' (options start with '-'; see --help)",
+					    PB_CLIP(arg));
 		}
 		if (arg[1] == '-') {
 			eq = strchr(arg + 2, '=');
@@ -304,7 +356,7 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 				snprintf(shown, sizeof(shown), "-%c (--%s)", arg[1], o->name);
 		}
 		if (!o) {
-			return PB_OPTS_FAIL("unknown option '%s' (see --help)", arg);
+			return PB_OPTS_FAIL("unknown option '%s' (see --help)", PB_CLIP(arg));
 		}
 		if (o->type == PB_OPT_FLAG && val) {
 			return PB_OPTS_FAIL("option %s takes no value", shown);
@@ -316,8 +368,10 @@ int pb_opts_parse_msg(const struct pb_opt *t, size_t n, int argc, char **argv, v
 			val = argv[++i];
 		}
 		rc = pb_opt_store(o, val, params, err, sizeof(err));
-		if (rc)
+		if (rc) {
+			pb_opts_clip_quoted(err);
 			return PB_OPTS_FAIL("invalid value for %s: %s", shown, err);
+		}
 		res->set_mask |= 1ull << (o - t);
 	}
 	if (rc)
@@ -369,6 +423,20 @@ void pb_opts_print_help(FILE *f, const char *prog, const char *summary, const st
 		}
 		fputc('\n', f);
 	}
+}
+
+int pb_common_check(const struct pb_common_params *c, char *err, size_t errlen)
+{
+	if (c->pin_list && c->pin != PB_PIN_LIST) {
+		snprintf(err, errlen, "option --pin-list is used only with --pin list (--pin is %s)",
+			 pb_pin_policy_names[c->pin]);
+		return -EINVAL;
+	}
+	if (c->pin == PB_PIN_LIST && !c->pin_list) {
+		snprintf(err, errlen, "option --pin list needs --pin-list (PU OS indices, e.g. 0,2,4)");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* In the order of enum pb_pin_policy (pb_pin.h). */

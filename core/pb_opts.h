@@ -84,6 +84,14 @@ bool pb_opts_given(const struct pb_opt *table, size_t n, const struct pb_opts_re
 void pb_opts_print_help(FILE *f, const char *prog, const char *summary, const struct pb_opt *table,
 			size_t n);
 
+/*
+ * A value as echoed in a message: at most PB_CLIP_CHARS characters, non-printable
+ * ones as '?', "..." when clipped (a 10 KB value must not push the reason out
+ * of the message, a newline must not split it).  Returns buf (len >= 4).
+ */
+#define PB_CLIP_CHARS 40
+const char *pb_opts_clip(const char *v, char *buf, size_t len);
+
 /* Parse one size ("64K") or a size list ("1:8M,3"). Return 0 or -EINVAL with why in err. */
 int pb_parse_size(const char *text, uint64_t *out, char *err, size_t errlen);
 int pb_parse_size_list(const char *text, bool suffixes, struct pb_u64_list *out, char *err,

@@ -54,6 +54,7 @@ struct shm_sync_hdr {
 	alignas(SHM_SYNC_LINE) _Atomic int32_t aborted;
 	int32_t abort_member;
 	char abort_reason[200];
+	alignas(SHM_SYNC_LINE) _Atomic uint64_t progress; /* bumped by members that make progress */
 	alignas(SHM_SYNC_LINE) struct shm_sync_member member[];
 };
 
@@ -74,6 +75,8 @@ struct shm_sync {
 	int shmid;
 	bool removed;
 	struct shm_sync_hdr *hdr;
+	void (*idle)(void *ctx);  /* this process: called while a barrier waits */
+	void *idle_ctx;
 };
 
 static size_t shm_sync_round(size_t n)
@@ -266,11 +269,28 @@ static bool shm_sync_check_dead(struct shm_sync *s, uint32_t gen)
 	return false;
 }
 
+void shm_sync_progress(struct shm_sync *s)
+{
+	atomic_fetch_add_explicit(&s->hdr->progress, 1, memory_order_relaxed);
+}
+
+uint64_t shm_sync_progress_count(const struct shm_sync *s)
+{
+	return atomic_load_explicit(&s->hdr->progress, memory_order_relaxed);
+}
+
+void shm_sync_set_idle(struct shm_sync *s, void (*idle)(void *ctx), void *ctx)
+{
+	s->idle = idle;
+	s->idle_ctx = ctx;
+}
+
 int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, uint64_t *exit_ns)
 {
 	struct shm_sync_hdr *h = s->hdr;
 	uint32_t gen = atomic_load_explicit(&h->generation, memory_order_acquire);
 	uint64_t start = pb_clock_now_ns(), next_check = start + SHM_SYNC_LIVENESS_NS, now;
+	uint64_t progress = atomic_load_explicit(&h->progress, memory_order_relaxed);
 	unsigned spins = 0, yields = 0;
 
 	if (member >= h->members)
@@ -309,15 +329,24 @@ int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, u
 			if (now - start > timeout_ns) {
 				char why[128];
 
-				snprintf(why, sizeof(why), "barrier deadline (%.3f s) passed at member %u",
-					 (double)timeout_ns / 1e9, member);
+				snprintf(why, sizeof(why), "barrier: no progress for %.3f s (deadline %.3f s) at member %u",
+					 (double)(now - start) / 1e9, (double)timeout_ns / 1e9, member);
 				shm_sync_abort(s, (int)member, why);
 				return -ETIMEDOUT;
 			}
 			if (now >= next_check) {
+				uint64_t pg = atomic_load_explicit(&h->progress, memory_order_relaxed);
+
 				next_check = now + SHM_SYNC_LIVENESS_NS;
 				if (shm_sync_check_dead(s, gen))
 					return -ECANCELED;
+				/* Members still working make progress: the deadline counts from the last. */
+				if (pg != progress) {
+					progress = pg;
+					start = now;
+				}
+				if (s->idle)
+					s->idle(s->idle_ctx);
 			}
 		}
 	}

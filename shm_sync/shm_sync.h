@@ -13,7 +13,8 @@
  * generation and the abort flag sit on separate cache lines.  A waiter spins
  * briefly, then calls sched_yield() a few times, then sleeps on a futex on
  * the generation word in 1 ms slices (machines may be oversubscribed: the
- * members it waits for need the CPU).  Every wait has a deadline.  While waiting it watches the abort flag and whether
+ * members it waits for need the CPU).  Every wait has a deadline, counted
+ * from the group's last progress (shm_sync_progress).  While waiting it watches the abort flag and whether
  * the members that have not arrived are still alive, so one failed or dead
  * member makes every other member's barrier return an error promptly.
  */
@@ -65,10 +66,27 @@ int shm_sync_remove(struct shm_sync *s);
 /*
  * Wait until all members arrive.  On success stores the exit time
  * (pb_clock_now_ns) in *exit_ns when non-NULL and returns 0.  Returns
- * -ETIMEDOUT when the deadline passed (and aborts the group), -ECANCELED
- * when the group was aborted or a member died (reason: shm_sync_aborted).
+ * -ETIMEDOUT when timeout_ns passed without progress of the group (and
+ * aborts the group), -ECANCELED when the group was aborted or a member died
+ * (reason: shm_sync_aborted).  The deadline counts from the later of the
+ * call and the last shm_sync_progress() of any member: a barrier waiting for
+ * members that still work never times out, one waiting for a stopped or
+ * wedged member does.
  */
 int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, uint64_t *exit_ns);
+
+/*
+ * Progress of the group: a member that completed work (iterations, messages)
+ * bumps the counter; waiters that see it move know someone still works.
+ */
+void shm_sync_progress(struct shm_sync *s);
+uint64_t shm_sync_progress_count(const struct shm_sync *s);
+
+/*
+ * This process: call idle(ctx) every few ms while a barrier waits (e.g. to
+ * show a heartbeat to a launcher or a remote peer).  NULL removes it.
+ */
+void shm_sync_set_idle(struct shm_sync *s, void (*idle)(void *ctx), void *ctx);
 
 /* Abort the group: every current and future barrier returns -ECANCELED. */
 void shm_sync_abort(struct shm_sync *s, int member, const char *reason);

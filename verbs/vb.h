@@ -16,6 +16,7 @@
 #include "pb_common.h"
 #include "pb_engine.h"
 #include "shm_meet.h"
+#include "vb_hdr.h"
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -24,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define VB_MAX_PAIRS 256
+#define VB_MAX_PAIRS PB_MAX_PAIRS  /* = the --pairs range of the common options */
 #define VB_MAX_WORKERS (2 * VB_MAX_PAIRS)
 
 enum vb_op { VB_OP_WRITE, VB_OP_READ, VB_OP_SEND, VB_OP_ATOMIC };
@@ -125,24 +126,51 @@ struct vb_worker_report {
 	int32_t inline_bytes;    /* effective max_inline_data */
 	int32_t path_mtu;        /* bytes */
 	int32_t done;            /* 1 = exited normally */
+	_Atomic uint64_t beat;   /* heartbeat: bumped at every wait check; the launcher's watchdog reads it */
 	char note[192];
 };
 
 struct vb_shared {
 	struct vb_probe probe;
 	_Atomic uint32_t loaded_stop;      /* loaded_lat: probe pair finished this point (+1 per point) */
+	/* The leader's CSV output (pb_sink.progress): 0 nothing, 1 header, 1 + n after n rows. */
+	volatile unsigned csv_progress;
+	volatile int csv_errno;            /* the leader could not write rows (reported by it) */
 	struct vb_worker_report w[VB_MAX_WORKERS];
 };
 
 /* Ctrl words of a worker (in their own MR; the peer writes them). */
 struct vb_ctrl {
-	volatile uint64_t in[4];  /* [0] sync step, [1] unused, [2] stream done word */
-	uint64_t out[4];          /* local sources of ctrl writes */
+	volatile uint64_t in[4];  /* [0] sync step, [1] peer's progress word (peek), [2] stream done word */
+	uint64_t out[4];          /* local sources of ctrl writes; [1] our progress word, read by the peer */
 };
 
 #define VB_DONE_SHIFT 40
 #define VB_WRID_CTRL (~0ull)
 #define VB_WRID_RECV (~0ull - 1)
+#define VB_WRID_PEEK (~0ull - 2)
+
+/*
+ * One wait of a worker (connect, completion, reply, pair sync, end of
+ * stream).  Its deadline is --timeout after the last progress it saw: a long
+ * healthy stream never trips it, a dead or stopped peer trips it --timeout
+ * after its last sign of progress, and the message gives the time really
+ * waited.  Progress is the caller's counter (progress: replies, completions,
+ * receives); for a wait on the peer's own pace (VB_WATCH_PEER: pair sync,
+ * the passive side of a stream) also the node group's progress counter
+ * (shm_sync_progress) and, across nodes, the peer's progress word read with
+ * an 8-byte RDMA read every quarter of --timeout ("peek").
+ */
+struct vb_watch {
+	const char *what;
+	uint64_t progress;       /* the caller's counter: moves when the awaited thing advances */
+	uint64_t mark;           /* progress at since_ns */
+	uint64_t since_ns;       /* start of the wait or its last progress */
+	uint64_t group_mark, peer_mark, next_peek_ns;
+	unsigned spins;
+	bool peer, peek_pending;
+};
+#define VB_WATCH_PEER true
 
 /* The received framed header of the peer. */
 struct vb_remote {
@@ -186,6 +214,7 @@ struct vb_worker {
 	struct ibv_recv_wr rwr;
 	struct ibv_sge rsge;
 	uint32_t recvs_posted;
+	uint64_t stray_recvs;     /* receives reaped while waiting for a ctrl write (vb_ctrl_reap) */
 	/* protocol state */
 	uint64_t ctrl_step;
 	uint64_t stream_no;
@@ -199,19 +228,18 @@ struct vb_worker {
 	char error[256];
 };
 
-/* Client-side connection parameters (private data travels packed, big endian). */
-#define VB_HDR_MAGIC 0x50425631u   /* "PBV1" */
-#define VB_HDR_VERSION 1
-
-/* vb_main.c */
+/* vb_main.c: the signal (SIGINT, SIGTERM, SIGHUP) that interrupts the run, 0 = none. */
 extern volatile sig_atomic_t vb_interrupted;
+/* Fault injection for the fault tests (PAIRBENCH_FAULT=PHASE:SIGNAL:MEMBER, docs/failure-modes.md). */
+enum vb_phase { VB_PHASE_CONNECT, VB_PHASE_FINAL };
+void vb_fault_point(const struct vb_worker *w, enum vb_phase phase);
 
 /* vb_dev.c: run in the probe child (verbs allowed there). Fills *pr; returns 0 or -errno. */
 int vb_dev_probe(const struct vb_params *p, struct vb_probe *pr);
-/* Launcher: JSON environment record (ci: the launcher's clock calibration).
- * Returns 0 or -errno. */
+/* Launcher: JSON environment record into f, opened by main() (ci: the launcher's clock
+ * calibration).  Returns 0 or -errno. */
 struct pb_clock_info;
-int vb_env_write(const char *path, const struct vb_params *p, const struct vb_shared *sh,
+int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci);
 /* IB MTU enum <-> bytes. */
 int vb_mtu_bytes(int mtu_enum);
@@ -224,7 +252,27 @@ void vb_cm_teardown(struct vb_worker *w);
 void vb_opts_hash(const struct vb_params *p, uint64_t *hash, uint64_t *nibbles);
 
 /* vb_qp.c: waits, ctrl channel, posting helpers. */
-int vb_wait_check(struct vb_worker *w, uint64_t deadline_ns, const char *what);
+/* Start a wait (peer: VB_WATCH_PEER, see struct vb_watch). */
+void vb_watch_start(struct vb_worker *w, struct vb_watch *wt, const char *what, bool peer);
+/*
+ * Check a wait: heartbeat, signal, group abort, progress, deadline.  0 while
+ * waiting may go on; -EINTR (signal), -ECANCELED (group aborted), -ETIMEDOUT
+ * (no progress for --timeout) or -EIO (the peek failed: peer gone), with
+ * w->error set.
+ */
+int vb_watch_check(struct vb_worker *w, struct vb_watch *wt);
+/* End a wait: reap an outstanding peek (so no stray completion reaches a stream). 0 or -errno. */
+int vb_watch_end(struct vb_worker *w, struct vb_watch *wt);
+/* Every 4096 empty spins: vb_watch_check() with what as the awaited thing. */
+static inline int vb_watch_spin(struct vb_worker *w, struct vb_watch *wt, const char *what)
+{
+	if (++wt->spins % 4096)
+		return 0;
+	wt->what = what;
+	return vb_watch_check(w, wt);
+}
+/* Record that this worker made progress (group counter, published progress word). */
+void vb_progress(struct vb_worker *w);
 int vb_wc_error(struct vb_worker *w, const struct ibv_wc *wc);
 int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value);
 int vb_ctrl_sync(struct vb_worker *w);
@@ -232,6 +280,8 @@ int vb_post_recvs(struct vb_worker *w, uint32_t n);
 /* A receive completed: count it in *recvd and post its replacement. 0 or -errno. */
 int vb_recv_repost(struct vb_worker *w, uint64_t *recvd);
 int vb_prepare_common(struct vb_worker *w, uint64_t size);
+/* The engine's error() of every test: the worker's last error text. */
+const char *vb_error(void *ctx);
 /* vb_prepare_common() as the engine's prepare() of every test. 0 or -errno. */
 int vb_prepare(void *ctx, uint64_t size);
 /* Latency loops: reap the outstanding signalled request (blocking, with deadline). 0 or -errno. */
@@ -243,13 +293,11 @@ int vb_reap_pending(struct vb_worker *w);
  * longer than 1/8 of the time waited so far: a stream of length T costs about
  * log2(T / 20 us) + 8 wake-ups and is noticed at most ~T/8 late.  0 or -errno.
  */
-int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
-			uint64_t deadline_ns, uint64_t max_nap_ns);
+int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, uint64_t max_nap_ns);
 #define VB_NAP_TIMED_NS 20000u     /* ends a measured window: no backoff */
 #define VB_NAP_PASSIVE_NS 50000000u /* untimed passive side: the pair sync waits for it */
 int vb_stream_signal(struct vb_worker *w, uint64_t count);
 void vb_flag(struct pb_timed *t, const char *flag);
-uint64_t vb_deadline(const struct vb_worker *w);
 
 /* vb_bw.c: the windowed stream of the *_bw tests (the pre-built WR carries the opcode). */
 extern const struct pb_test_ops vb_bw_client, vb_bw_server;
@@ -272,6 +320,7 @@ extern const struct pb_test_ops vb_send_lat_client, vb_send_lat_server;
 extern const struct pb_test_ops vb_atomic_client;   /* the variant picks fadd or cswap */
 
 /* vb_launch.c */
-int vb_launch(struct vb_params *p, FILE *csv);
+/* Run; rows to csv, the environment record to env (NULL: none). Returns the exit code. */
+int vb_launch(struct vb_params *p, FILE *csv, FILE *env);
 
 #endif

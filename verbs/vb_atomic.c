@@ -13,7 +13,7 @@
 #include "vb_lat.h"
 
 static inline __attribute__((always_inline)) int
-vb_atomic_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i, const bool cswap)
+vb_atomic_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i, const bool cswap)
 {
 	int rc;
 
@@ -30,13 +30,13 @@ vb_atomic_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i, const bool cs
 }
 
 static inline __attribute__((always_inline)) int
-vb_fadd_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
+vb_fadd_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 {
 	return vb_atomic_iter(w, s, i, false);
 }
 
 static inline __attribute__((always_inline)) int
-vb_cswap_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
+vb_cswap_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 {
 	return vb_atomic_iter(w, s, i, true);
 }
@@ -63,5 +63,5 @@ static int vb_atomic_warmup(void *ctx, uint64_t size, uint64_t n)
 }
 
 const struct pb_test_ops vb_atomic_client = {
-	.prepare = vb_prepare, .warmup = vb_atomic_warmup, .timed = vb_atomic_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_atomic_warmup, .timed = vb_atomic_timed,
 };

@@ -33,15 +33,16 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t
 	const uint32_t inl = w->inline_flag;
 	const uint32_t stop_at = (uint32_t)w->loaded_point;
 	_Atomic uint32_t *stop = &w->shared->loaded_stop;
-	const uint64_t deadline = vb_deadline(w);
+	struct vb_watch wt;
 	uint64_t scnt = 0, ccnt = 0, limit = mode == VB_BW_COUNT ? n : UINT64_MAX;
 	struct ibv_qp *qp = w->qp;
 	struct ibv_cq *cq = w->cq;
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc[16];
-	unsigned spins = 0;
+	uint64_t spins = 0, next_check = 1024;
 	int rc, ne;
 
+	vb_watch_start(w, &wt, "send-queue completions", false);
 	while (ccnt < limit) {
 		while (scnt < limit && scnt - ccnt < depth) {
 			w->wr.wr_id = scnt + 1;
@@ -76,9 +77,18 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t
 			snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
 			return -EIO;
 		}
-		if (ne == 0 && ++spins % 1024 == 0 &&
-		    (rc = vb_wait_check(w, deadline, "send-queue completions")))
-			return rc;
+		/*
+		 * Every 1024 passes + posts (busy or not; a pass may post a whole
+		 * window, and posting is a system call on some providers): heartbeat,
+		 * signals, abort, and the deadline, which counts from the last
+		 * completion seen.
+		 */
+		if (++spins + scnt >= next_check) {
+			next_check = spins + scnt + 1024;
+			wt.progress = ccnt + *recvd;
+			if ((rc = vb_watch_check(w, &wt)))
+				return rc;
+		}
 	}
 	*posted = limit;
 	return 0;
@@ -104,7 +114,7 @@ static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, boo
 	if (!rc)
 		rc = vb_stream_signal(w, posted);
 	if (!rc && bidir)
-		rc = vb_stream_done_wait(w, &peer, &recvd, vb_deadline(w), VB_NAP_TIMED_NS);
+		rc = vb_stream_done_wait(w, &peer, &recvd, VB_NAP_TIMED_NS);
 	end = bidir ? pb_clock_now_ns() : own_end;
 	if (rc || !t)
 		return rc;
@@ -140,7 +150,7 @@ int vb_passive(struct vb_worker *w)
 	uint64_t count = 0, recvd = 0;
 
 	w->stream_no++;
-	return vb_stream_done_wait(w, &count, &recvd, vb_deadline(w), VB_NAP_PASSIVE_NS);
+	return vb_stream_done_wait(w, &count, &recvd, VB_NAP_PASSIVE_NS);
 }
 
 static int vb_passive_timed(void *ctx, struct pb_timed *t)
@@ -173,11 +183,11 @@ static int vb_bw_serve_warmup(void *ctx, uint64_t size, uint64_t n)
 }
 
 const struct pb_test_ops vb_bw_client = {
-	.prepare = vb_prepare, .warmup = vb_bw_warmup, .timed = vb_bw_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_bw_warmup, .timed = vb_bw_timed,
 };
 const struct pb_test_ops vb_bw_server = {
-	.prepare = vb_prepare, .warmup = vb_bw_serve_warmup, .timed = vb_bw_serve,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_bw_serve_warmup, .timed = vb_bw_serve,
 };
 const struct pb_test_ops vb_passive_ops = {
-	.prepare = vb_prepare, .warmup = vb_passive_warmup, .timed = vb_passive_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_passive_warmup, .timed = vb_passive_timed,
 };

@@ -18,6 +18,7 @@
 
 #include "pb_clock.h"
 #include "pb_log.h"
+#include "pb_opts.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -29,21 +30,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-struct vb_hdr_wire {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t pair;
-	uint64_t opt_hash;
-	uint64_t opt_nibbles;
-	uint64_t addr;
-	uint32_t len;
-	uint32_t rkey;
-	uint64_t ctrl_addr;
-	uint32_t ctrl_rkey;
-} __attribute__((packed));
-
-_Static_assert(sizeof(struct vb_hdr_wire) <= 56, "connect private data is limited to 56 bytes");
 
 /* The options both sides must agree on, in nibble order. */
 enum { VB_OPT_ITEMS = 12 };
@@ -132,16 +118,18 @@ struct vb_cm_ev {
 	uint8_t initiator_depth, responder_resources;
 };
 
-static int vb_cm_wait(struct vb_worker *w, uint64_t deadline, struct vb_cm_ev *ev, const char *what)
+/* Next rdma_cm event, within the connect wait's deadline (--timeout from its start). */
+static int vb_cm_wait(struct vb_worker *w, struct vb_watch *wt, struct vb_cm_ev *ev, const char *what)
 {
 	struct rdma_cm_event *e;
 	struct pollfd pfd = { .fd = w->ch->fd, .events = POLLIN };
 	int rc;
 
+	wt->what = what;
 	for (;;) {
 		if (poll(&pfd, 1, 50) > 0 && rdma_get_cm_event(w->ch, &e) == 0)
 			break;
-		if ((rc = vb_wait_check(w, deadline, what)))
+		if ((rc = vb_watch_check(w, wt)))
 			return rc;
 	}
 	memset(ev, 0, sizeof(*ev));
@@ -158,63 +146,45 @@ static int vb_cm_wait(struct vb_worker *w, uint64_t deadline, struct vb_cm_ev *e
 	return 0;
 }
 
-static void vb_hdr_make(const struct vb_worker *w, struct vb_hdr_wire *h)
+static void vb_hdr_make(const struct vb_worker *w, uint8_t out[VB_HDR_WIRE_BYTES])
 {
-	uint64_t hash, nib;
+	struct vb_hdr h = {
+		.pair = (uint16_t)w->pair, .addr = (uintptr_t)w->buf, .len = (uint32_t)(2 * w->region),
+		.rkey = w->mr->rkey, .ctrl_addr = (uintptr_t)w->ctrl, .ctrl_rkey = w->ctrl_mr->rkey,
+	};
 
-	vb_opts_hash(w->p, &hash, &nib);
-	h->magic = htobe32(VB_HDR_MAGIC);
-	h->version = htobe16(VB_HDR_VERSION);
-	h->pair = htobe16((uint16_t)w->pair);
-	h->opt_hash = htobe64(hash);
-	h->opt_nibbles = htobe64(nib);
-	h->addr = htobe64((uintptr_t)w->buf);
-	h->len = htobe32((uint32_t)(2 * w->region));
-	h->rkey = htobe32(w->mr->rkey);
-	h->ctrl_addr = htobe64((uintptr_t)w->ctrl);
-	h->ctrl_rkey = htobe32(w->ctrl_mr->rkey);
+	vb_opts_hash(w->p, &h.opt_hash, &h.opt_nibbles);
+	vb_hdr_encode(&h, out);
 }
 
 /*
- * Validate the peer's header.  Returns 0, or -EPROTO with why in w->error
- * (and *opt_mismatch set when only the options differ).
+ * Validate the peer's header.  Returns 0; -EBADMSG (a stranger: not
+ * pairbench-verbs, or another protocol version) or -EPROTO (the other side
+ * of a run with other options: pair, options, buffer size), with why in
+ * w->error.
  */
-static int vb_hdr_check(struct vb_worker *w, const uint8_t *data, size_t len, bool *opt_mismatch)
+static int vb_hdr_check(struct vb_worker *w, const uint8_t *data, size_t len)
 {
-	struct vb_hdr_wire h;
+	struct vb_hdr h;
 	uint64_t hash, nib;
-
-	*opt_mismatch = false;
-	if (len < sizeof(h)) {
-		snprintf(w->error, sizeof(w->error), "peer's connection data too short (%zu B): not pairbench-verbs?", len);
-		return -EPROTO;
-	}
-	memcpy(&h, data, sizeof(h));
-	if (be32toh(h.magic) != VB_HDR_MAGIC) {
-		snprintf(w->error, sizeof(w->error), "peer's connection data has a wrong magic: not pairbench-verbs");
-		return -EPROTO;
-	}
-	if (be16toh(h.version) != VB_HDR_VERSION) {
-		snprintf(w->error, sizeof(w->error), "peer speaks protocol version %u, this side %u: use the same pairbench version",
-			 be16toh(h.version), VB_HDR_VERSION);
-		return -EPROTO;
-	}
-	if (be16toh(h.pair) != w->pair) {
+	/* Not pairbench-verbs, or another protocol version: a stranger, not our peer. */
+	if (vb_hdr_decode(data, len, &h, w->error, sizeof(w->error)))
+		return -EBADMSG;
+	if (h.pair != w->pair) {
 		snprintf(w->error, sizeof(w->error), "peer is pair %u, this side pair %u (same --port on both sides?)",
-			 be16toh(h.pair), w->pair);
+			 h.pair, w->pair);
 		return -EPROTO;
 	}
 	vb_opts_hash(w->p, &hash, &nib);
-	if (be64toh(h.opt_hash) != hash) {
-		*opt_mismatch = true;
-		vb_opts_diff(w->p, be64toh(h.opt_nibbles), w->error, sizeof(w->error));
+	if (h.opt_hash != hash) {
+		vb_opts_diff(w->p, h.opt_nibbles, w->error, sizeof(w->error));
 		return -EPROTO;
 	}
-	w->remote.addr = be64toh(h.addr);
-	w->remote.len = be32toh(h.len);
-	w->remote.rkey = be32toh(h.rkey);
-	w->remote.ctrl_addr = be64toh(h.ctrl_addr);
-	w->remote.ctrl_rkey = be32toh(h.ctrl_rkey);
+	w->remote.addr = h.addr;
+	w->remote.len = h.len;
+	w->remote.rkey = h.rkey;
+	w->remote.ctrl_addr = h.ctrl_addr;
+	w->remote.ctrl_rkey = h.ctrl_rkey;
 	if (w->remote.len != 2 * w->region) {
 		snprintf(w->error, sizeof(w->error), "peer's buffer is %u B, expected %llu B", w->remote.len,
 			 (unsigned long long)(2 * w->region));
@@ -302,7 +272,9 @@ static int vb_res_create(struct vb_worker *w, struct ibv_context *verbs)
 	memset(w->ctrl, 0, 4096);
 	if (!(w->mr = ibv_reg_mr(w->pd, w->buf, len, access)))
 		return vb_mr_error(w, "data buffer", len);
-	if (!(w->ctrl_mr = ibv_reg_mr(w->pd, w->ctrl, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)))
+	/* Remote read: a waiting peer on another node reads our progress word (vb_watch). */
+	if (!(w->ctrl_mr = ibv_reg_mr(w->pd, w->ctrl, 4096,
+				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)))
 		return vb_mr_error(w, "ctrl words", 4096);
 	w->rsge.addr = (uintptr_t)(w->buf + w->region);
 	w->rsge.length = (uint32_t)w->region;
@@ -328,8 +300,8 @@ static int vb_qp_modify(struct vb_worker *w, struct rdma_cm_id *id, enum ibv_qp_
 	if (state == IBV_QPS_INIT) {
 		enum vb_op op = w->test->op;
 
-		attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				       (op == VB_OP_READ ? IBV_ACCESS_REMOTE_READ : 0) |
+		/* Remote read for every test: the peer's progress reads of our ctrl words. */
+		attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 				       (op == VB_OP_ATOMIC ? IBV_ACCESS_REMOTE_ATOMIC : 0);
 	}
 	if (state == IBV_QPS_RTR) {
@@ -337,6 +309,20 @@ static int vb_qp_modify(struct vb_worker *w, struct rdma_cm_id *id, enum ibv_qp_
 			attr.path_mtu = (enum ibv_mtu)vb_mtu_enum(w->p->mtu);
 		w->shared->w[w->member].path_mtu = vb_mtu_bytes(attr.path_mtu);
 		w->shared->w[w->member].sgid_index = attr.ah_attr.grh.sgid_index;
+		/*
+		 * rdma_cm picks the source GID from the IP address (on RoCE the index
+		 * also selects v1/v2 and the VLAN): a different -x is refused, never
+		 * silently replaced.
+		 */
+		if (w->p->gid_index_v >= 0 && attr.ah_attr.is_global &&
+		    attr.ah_attr.grh.sgid_index != w->p->gid_index_v) {
+			snprintf(w->error, sizeof(w->error),
+				 "option -x/--gid-index: %d given, but rdma_cm resolved GID index %u for this address; "
+				 "pairbench-verbs connects through rdma_cm, which picks the GID from the IP address: "
+				 "use the IP of GID %d (--connect, PB_RDMA_IP) or -x auto",
+				 w->p->gid_index_v, attr.ah_attr.grh.sgid_index, w->p->gid_index_v);
+			return -EINVAL;
+		}
 	}
 	if (state == IBV_QPS_RTS) {
 		attr.retry_cnt = 7;
@@ -377,7 +363,10 @@ static int vb_sockaddr(struct vb_worker *w, const char *host, unsigned port, str
 	}
 	snprintf(ps, sizeof(ps), "%u", port);
 	if ((rc = getaddrinfo(host, ps, &hints, &res))) {
-		snprintf(w->error, sizeof(w->error), "cannot resolve host '%s': %s", host, gai_strerror(rc));
+		char c[PB_CLIP_CHARS + 4];
+
+		snprintf(w->error, sizeof(w->error), "cannot resolve host '%s': %s", pb_opts_clip(host, c, sizeof(c)),
+			 gai_strerror(rc));
 		return -EINVAL;
 	}
 	memcpy(sa, res->ai_addr, sizeof(*sa));
@@ -395,7 +384,7 @@ static void vb_conn_param(const struct vb_worker *w, struct rdma_conn_param *cp,
 		rd = 16;
 	memset(cp, 0, sizeof(*cp));
 	cp->private_data = pdata;
-	cp->private_data_len = sizeof(struct vb_hdr_wire);
+	cp->private_data_len = VB_HDR_WIRE_BYTES;
 	cp->initiator_depth = (uint8_t)(rd < initiator_depth ? rd : initiator_depth);
 	cp->responder_resources = (uint8_t)(rd < responder_resources ? rd : responder_resources);
 	cp->retry_count = 7;
@@ -404,12 +393,11 @@ static void vb_conn_param(const struct vb_worker *w, struct rdma_conn_param *cp,
 }
 
 /* One connection attempt. Returns 0, -EAGAIN (retry), or a fatal -errno. */
-static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, uint64_t deadline)
+static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, struct vb_watch *wt)
 {
+	uint8_t h[VB_HDR_WIRE_BYTES];
 	struct rdma_conn_param cp;
-	struct vb_hdr_wire h;
 	struct vb_cm_ev ev;
-	bool mism;
 	int rc;
 
 	if (rdma_create_id(w->ch, &w->id, w, RDMA_PS_TCP)) {
@@ -418,13 +406,13 @@ static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, uint64_
 	}
 	if (rdma_resolve_addr(w->id, NULL, (struct sockaddr *)dst, 2000))
 		return -EAGAIN;
-	if ((rc = vb_cm_wait(w, deadline, &ev, "address resolution")))
+	if ((rc = vb_cm_wait(w, wt, &ev, "address resolution")))
 		return rc;
 	if (ev.type != RDMA_CM_EVENT_ADDR_RESOLVED)
 		return -EAGAIN;
 	if (rdma_resolve_route(w->id, 2000))
 		return -EAGAIN;
-	if ((rc = vb_cm_wait(w, deadline, &ev, "route resolution")))
+	if ((rc = vb_cm_wait(w, wt, &ev, "route resolution")))
 		return rc;
 	if (ev.type != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		return -EAGAIN;
@@ -432,17 +420,16 @@ static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, uint64_
 		return rc;
 	if ((rc = vb_qp_modify(w, w->id, IBV_QPS_RESET)) || (rc = vb_qp_modify(w, w->id, IBV_QPS_INIT)))
 		return rc;
-	vb_hdr_make(w, &h);
-	vb_conn_param(w, &cp, &h, 16, 16);
+	vb_hdr_make(w, h);
+	vb_conn_param(w, &cp, h, 16, 16);
 	if (rdma_connect(w->id, &cp)) {
 		snprintf(w->error, sizeof(w->error), "rdma_connect: %s", strerror(errno));
 		return -EAGAIN;
 	}
-	if ((rc = vb_cm_wait(w, deadline, &ev, "the server's answer")))
+	if ((rc = vb_cm_wait(w, wt, &ev, "the server's answer")))
 		return rc;
 	if (ev.type == RDMA_CM_EVENT_REJECTED) {
-		if (ev.pdata_len > 4 && be32toh(*(uint32_t *)ev.pdata) == VB_HDR_MAGIC) {
-			ev.pdata[sizeof(ev.pdata) - 1] = 0;
+		if (ev.pdata_len > 4 && vb_hdr_has_magic(ev.pdata, ev.pdata_len)) {
 			snprintf(w->error, sizeof(w->error), "server rejected the connection: %.*s",
 				 ev.pdata_len - 4, (char *)ev.pdata + 4);
 			return -EPROTO;
@@ -451,9 +438,9 @@ static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, uint64_
 	}
 	if (ev.type != RDMA_CM_EVENT_CONNECT_RESPONSE)
 		return -EAGAIN;
-	if ((rc = vb_hdr_check(w, ev.pdata, ev.pdata_len, &mism))) {
+	if ((rc = vb_hdr_check(w, ev.pdata, ev.pdata_len))) {
 		rdma_disconnect(w->id);
-		return rc;
+		return rc == -EBADMSG ? -EPROTO : rc;
 	}
 	if ((rc = vb_qp_modify(w, w->id, IBV_QPS_RTR)) || (rc = vb_qp_modify(w, w->id, IBV_QPS_RTS)))
 		return rc;
@@ -467,14 +454,23 @@ static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, uint64_
 static int vb_cm_client(struct vb_worker *w)
 {
 	unsigned port = (unsigned)w->p->cm_port + w->pair;
-	uint64_t deadline = pb_clock_now_ns() + w->timeout_ns;
 	struct sockaddr_in dst;
+	struct vb_watch wt;
+	uint64_t deadline;
 	int rc;
 
 	if ((rc = vb_sockaddr(w, w->p->peer_host, port, &dst)))
 		return rc;
+	vb_watch_start(w, &wt, "the server", false);
+	deadline = wt.since_ns + w->timeout_ns;
 	for (;;) {
-		rc = vb_cm_try(w, &dst, deadline);
+		rc = vb_cm_try(w, &dst, &wt);
+		if (rc == -ETIMEDOUT) {
+			snprintf(w->error, sizeof(w->error),
+				 "no server answered at %s port %u within %.1f s (no answer to %s; start the server side, or check the address)",
+				 w->p->peer_host, port, (double)(pb_clock_now_ns() - wt.since_ns) / 1e9, wt.what);
+			break;
+		}
 		if (rc != -EAGAIN)
 			break;
 		if (w->id) {
@@ -486,11 +482,12 @@ static int vb_cm_client(struct vb_worker *w)
 		nanosleep(&ts, NULL);
 		if (pb_clock_now_ns() > deadline) {
 			snprintf(w->error, sizeof(w->error),
-				 "no server answered at %s port %u within %.0f s (start the server side, or check the address; start order does not matter within --timeout)",
-				 w->p->peer_host, port, (double)w->timeout_ns / 1e9);
+				 "no server answered at %s port %u within %.1f s (start the server side, or check the address; start order does not matter within --timeout)",
+				 w->p->peer_host, port, (double)(pb_clock_now_ns() - wt.since_ns) / 1e9);
 			return -ETIMEDOUT;
 		}
-		if ((rc = vb_wait_check(w, deadline, "the server")))
+		wt.what = "the server";
+		if ((rc = vb_watch_check(w, &wt)))
 			return rc;
 	}
 	return rc;
@@ -509,16 +506,58 @@ static void vb_reject(struct rdma_cm_id *id, const char *why)
 	rdma_reject(id, msg, (uint8_t)(4 + n));
 }
 
+/* Reject a connection request that is not our client's and forget it (one log line). */
+static void vb_reject_stranger(struct vb_worker *w, struct rdma_cm_id *id, const char *why)
+{
+	char from[64] = "?";
+	struct sockaddr *sa = rdma_get_peer_addr(id);
+
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, from, sizeof(from));
+	pb_log_warn("pair %u (server): rejected a connection from %s: %s; still waiting for the client", w->pair,
+		    from, why);
+	vb_reject(id, why);
+	rdma_destroy_id(id);
+}
+
+/* Wait for our client's connect request; strangers are rejected and the wait goes on. */
+static int vb_cm_accept_wait(struct vb_worker *w, struct vb_watch *wt, struct vb_cm_ev *ev)
+{
+	char why[sizeof(w->error)];
+	int rc;
+
+	for (;;) {
+		if ((rc = vb_cm_wait(w, wt, ev, "a client to connect")))
+			return rc;
+		if (ev->type != RDMA_CM_EVENT_CONNECT_REQUEST)
+			continue;
+		rc = vb_hdr_check(w, ev->pdata, ev->pdata_len);
+		if (rc == -EBADMSG) {
+			snprintf(why, sizeof(why), "%s", w->error);
+			vb_reject_stranger(w, ev->id, why);
+			w->error[0] = 0;
+			continue;
+		}
+		w->id = ev->id;
+		if (rc) {
+			snprintf(why, sizeof(why), "%.199s", w->error);
+			vb_reject(w->id, why);
+			snprintf(w->error, sizeof(w->error), "rejected the client: %.199s", why);
+			return -EPROTO;
+		}
+		return 0;
+	}
+}
+
 static int vb_cm_server(struct vb_worker *w)
 {
 	unsigned port = (unsigned)w->p->cm_port + w->pair;
-	uint64_t deadline = pb_clock_now_ns() + w->timeout_ns;
 	const char *bind_ip = w->p->loopback ? w->p->peer_host : w->shared->probe.ipv4;
+	uint8_t h[VB_HDR_WIRE_BYTES];
 	struct rdma_conn_param cp;
 	struct sockaddr_in sa;
-	struct vb_hdr_wire h;
+	struct vb_watch wt;
 	struct vb_cm_ev ev;
-	bool mism;
 	int rc;
 
 	if ((rc = vb_sockaddr(w, bind_ip, port, &sa)))
@@ -533,36 +572,26 @@ static int vb_cm_server(struct vb_worker *w)
 			 errno == EADDRINUSE ? " (another server running? use --port)" : "");
 		return -EIO;
 	}
-	for (;;) {
-		if ((rc = vb_cm_wait(w, deadline, &ev, "a client to connect")))
-			return rc;
-		if (ev.type == RDMA_CM_EVENT_CONNECT_REQUEST)
-			break;
-	}
-	w->id = ev.id;
-	if ((rc = vb_hdr_check(w, ev.pdata, ev.pdata_len, &mism))) {
-		char why[200];
-
-		snprintf(why, sizeof(why), "%.199s", w->error);
-		vb_reject(w->id, why);
-		snprintf(w->error, sizeof(w->error), "rejected the client: %.199s", why);
-		return -EPROTO;
-	}
+	vb_watch_start(w, &wt, "a client to connect", false);
+	if ((rc = vb_cm_accept_wait(w, &wt, &ev)))
+		return rc;
 	if ((rc = vb_res_create(w, w->id->verbs))) {
 		vb_reject(w->id, w->error);
 		return rc;
 	}
 	if ((rc = vb_qp_modify(w, w->id, IBV_QPS_INIT)) || (rc = vb_qp_modify(w, w->id, IBV_QPS_RTR)) ||
-	    (rc = vb_qp_modify(w, w->id, IBV_QPS_RTS)))
+	    (rc = vb_qp_modify(w, w->id, IBV_QPS_RTS))) {
+		vb_reject(w->id, w->error);  /* the client learns why */
 		return rc;
-	vb_hdr_make(w, &h);
-	vb_conn_param(w, &cp, &h, ev.responder_resources, ev.initiator_depth);
+	}
+	vb_hdr_make(w, h);
+	vb_conn_param(w, &cp, h, ev.responder_resources, ev.initiator_depth);
 	if (rdma_accept(w->id, &cp)) {
 		snprintf(w->error, sizeof(w->error), "rdma_accept: %s", strerror(errno));
 		return -EIO;
 	}
 	for (;;) {
-		if ((rc = vb_cm_wait(w, deadline, &ev, "the connection to be established")))
+		if ((rc = vb_cm_wait(w, &wt, &ev, "the connection to be established")))
 			return rc;
 		if (ev.type == RDMA_CM_EVENT_ESTABLISHED)
 			break;

@@ -334,16 +334,13 @@ static void vb_env_placement(FILE *f, const struct vb_params *p, const struct vb
 	pb_env_placement_end(f);
 }
 
-int vb_env_write(const char *path, const struct vb_params *p, const struct vb_shared *sh,
+int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci)
 {
 	const struct vb_probe *pr = &sh->probe;
 	struct utsname un;
 	char host[256] = "", buf[512];
-	FILE *f = fopen(path, "w");
 
-	if (!f)
-		return -errno;
 	gethostname(host, sizeof(host) - 1);
 	uname(&un);
 	pb_env_head(f, "pairbench-verbs", "verbs", p->c.test, host);
@@ -382,5 +379,5 @@ int vb_env_write(const char *path, const struct vb_params *p, const struct vb_sh
 	vb_json_kv(f, "pin_note", pin_note, true);
 	vb_env_placement(f, p, sh, workers);
 	fputs("\n}\n", f);
-	return fclose(f) ? -errno : 0;
+	return fflush(f) || ferror(f) ? -(errno ? errno : EIO) : 0;
 }

@@ -5,7 +5,7 @@
  * completion helpers.  A test file supplies one *iteration* function:
  *
  *     static inline __attribute__((always_inline)) int
- *     iter(struct vb_worker *w, struct vb_spin *s, uint64_t i);
+ *     iter(struct vb_worker *w, struct vb_watch *s, uint64_t i);
  *
  * which posts and waits until iteration i is complete (0 or a negative errno
  * with w->error set).  The loop is always_inline and called with a constant
@@ -32,18 +32,6 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
-
-/* Busy-wait state of one stream: vb_wait_check() every 4096 empty spins. */
-struct vb_spin {
-	uint64_t deadline_ns;
-	unsigned spins;
-};
-
-/* 0 while waiting may go on; the error of vb_wait_check() otherwise. */
-static inline int vb_spin_check(struct vb_worker *w, struct vb_spin *s, const char *what)
-{
-	return ++s->spins % 4096 == 0 ? vb_wait_check(w, s->deadline_ns, what) : 0;
-}
 
 /* Post the pre-built work request as it is. 0 or -errno (w->error set). */
 static inline int vb_lat_post(struct vb_worker *w)
@@ -74,13 +62,13 @@ static inline int vb_lat_post_moderated(struct vb_worker *w)
 }
 
 /* Spin until the one outstanding (signalled) request completes. 0 or -errno. */
-static inline int vb_lat_wait_cqe(struct vb_worker *w, struct vb_spin *s, const char *what)
+static inline int vb_lat_wait_cqe(struct vb_worker *w, struct vb_watch *s, const char *what)
 {
 	struct ibv_wc wc;
 	int ne, rc;
 
 	while ((ne = ibv_poll_cq(w->cq, 1, &wc)) == 0)
-		if ((rc = vb_spin_check(w, s, what)))
+		if ((rc = vb_watch_spin(w, s, what)))
 			return rc;
 	if (ne < 0) {
 		snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
@@ -98,16 +86,24 @@ enum vb_lat_mode { VB_LAT_WARMUP, VB_LAT_COUNT, VB_LAT_DURATION };
  */
 static inline __attribute__((always_inline)) int
 vb_lat_loop(struct vb_worker *w, const enum vb_lat_mode mode,
-	    int (*const iter)(struct vb_worker *, struct vb_spin *, uint64_t),
+	    int (*const iter)(struct vb_worker *, struct vb_watch *, uint64_t),
 	    const unsigned rtt_div, struct pb_timed *t, uint64_t n, uint64_t *done)
 {
-	struct vb_spin s = { .deadline_ns = vb_deadline(w) };
+	struct vb_watch s;
 	uint64_t *samples = mode == VB_LAT_COUNT ? t->samples_ns : NULL;
 	uint64_t i, now, prev = mode == VB_LAT_WARMUP ? 0 : t->start_ns;
 	int rc = 0;
 
+	/* Each completed iteration is progress: the per-wait deadline counts from the last one. */
+	vb_watch_start(w, &s, "the peer", false);
 	for (i = 0; mode == VB_LAT_DURATION || i < n; i++) {
+		s.progress = i;
 		if ((rc = iter(w, &s, i)))
+			break;
+		/* Also every 1024 iterations: an iteration may complete without one empty
+		 * poll (rxe can finish a loopback read inside the post), and then the
+		 * waits inside it never check signals, abort or the heartbeat. */
+		if ((++s.spins & 1023) == 0 && (rc = vb_watch_check(w, &s)))
 			break;
 		if (mode == VB_LAT_WARMUP)
 			continue;
@@ -139,7 +135,7 @@ static inline int vb_lat_close(struct vb_worker *w, uint64_t done)
 /* The timed block of a latency test (engine's timed()). 0 or -errno. */
 static inline __attribute__((always_inline)) int
 vb_lat_timed(struct vb_worker *w, struct pb_timed *t,
-	     int (*const iter)(struct vb_worker *, struct vb_spin *, uint64_t),
+	     int (*const iter)(struct vb_worker *, struct vb_watch *, uint64_t),
 	     const unsigned rtt_div)
 {
 	uint64_t done = 0;
@@ -165,7 +161,7 @@ vb_lat_timed(struct vb_worker *w, struct pb_timed *t,
 /* The untimed warm-up of a latency test (engine's warmup()). 0 or -errno. */
 static inline __attribute__((always_inline)) int
 vb_lat_warmup(struct vb_worker *w, uint64_t n,
-	      int (*const iter)(struct vb_worker *, struct vb_spin *, uint64_t))
+	      int (*const iter)(struct vb_worker *, struct vb_watch *, uint64_t))
 {
 	uint64_t done = 0;
 	int rc;

@@ -2,18 +2,16 @@
 /*
  * The launcher of one node: probe the device in a short-lived child, check
  * the run against it, plan placement, create the shm segment, fork every
- * worker (before any ibv_* call in this process), reap them with waitpid
- * and abort the group when one dies abnormally; write the environment record.
+ * worker (before any ibv_* call in this process), supervise them until they
+ * ended (vb_reap.c); write the environment record.
  *
  * Members of the shm group: loopback = clients of pairs 0..N-1 (member i)
  * then their servers (member N+i); --server / --connect = that side's N
  * workers.  Member 0 is the client of pair 0: the leader that writes rows.
  */
-#include "vb.h"
+#include "vb_launch.h"
 
-#include "pb_clock.h"
 #include "pb_log.h"
-#include "pb_pin.h"
 #include "pb_run.h"
 
 #include <errno.h>
@@ -21,30 +19,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-struct vb_launch {
-	struct vb_params *p;
-	struct vb_shared *sh;
-	struct shm_sync *sync;
-	hwloc_topology_t topo;
-	struct pb_pin_plan plan;
-	unsigned members;
-	uint64_t max_samples;
-	pid_t pid[VB_MAX_WORKERS];
-	FILE *csv;
-	struct pb_clock_info clock;
-};
-
 static void vb_on_signal(int sig)
 {
-	(void)sig;
-	vb_interrupted = 1;
+	vb_interrupted = sig;
 }
 
+/*
+ * SIGINT, SIGTERM, SIGHUP: record the signal; every wait of a worker returns
+ * "interrupted by SIG..." at its next check.  The launcher forwards the
+ * signal to its workers (timeout(1), schedulers and kill PID signal only the
+ * main process).  SIGPIPE is ignored: a closed CSV pipe is a write error
+ * that the leader reports, not a silent death.
+ */
 static void vb_signals(void)
 {
 	struct sigaction sa;
@@ -54,6 +46,14 @@ static void vb_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+const char *vb_sig_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
 }
 
 /*
@@ -78,17 +78,25 @@ static void vb_child_restore_mask(void)
 	sigprocmask(SIG_SETMASK, &vb_saved_mask, NULL);
 }
 
-static void vb_wait_child_event(long max_ms)
+void vb_wait_child_event(long max_ms)
 {
 	struct timespec ts = { max_ms / 1000, (max_ms % 1000) * 1000000L };
 
 	sigtimedwait(&vb_sigchld_set, NULL, &ts); /* EAGAIN / EINTR: the caller re-checks */
 }
 
-/* Probe the device in a child process; the launcher stays free of ibv_* calls. */
+/*
+ * Probe the device in a child process; the launcher stays free of ibv_* calls.
+ * The child is named "pbv-probe" (ps, tests: not a worker).  Its deadline is
+ * --timeout but at least 30 s: a device query is no peer wait, and opening a
+ * device can take seconds on a loaded machine.
+ */
+#define VB_PROBE_MIN_NS 30000000000ull
+
 static int vb_probe(struct vb_launch *L)
 {
-	uint64_t deadline = pb_clock_now_ns() + (uint64_t)(L->p->c.timeout_s * 1e9);
+	uint64_t limit = (uint64_t)(L->p->c.timeout_s * 1e9);
+	uint64_t deadline = pb_clock_now_ns() + (limit = limit > VB_PROBE_MIN_NS ? limit : VB_PROBE_MIN_NS);
 	struct vb_probe *pr = &L->sh->probe;
 	int st;
 	pid_t pid = fork();
@@ -99,6 +107,7 @@ static int vb_probe(struct vb_launch *L)
 	}
 	if (pid == 0) {
 		vb_child_restore_mask();
+		prctl(PR_SET_NAME, "pbv-probe", 0, 0, 0);
 		_exit(vb_dev_probe(L->p, pr) ? 1 : 0);
 	}
 	for (;;) {
@@ -106,10 +115,12 @@ static int vb_probe(struct vb_launch *L)
 
 		if (r == pid)
 			break;
-		if (pb_clock_now_ns() > deadline) {
+		if (pb_clock_now_ns() > deadline || vb_interrupted) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
-			pb_log_error("querying the RDMA device took longer than --timeout");
+			if (vb_interrupted)
+				return -EINTR;
+			pb_log_error("querying the RDMA device took longer than %.0f s", (double)limit / 1e9);
 			return -ETIMEDOUT;
 		}
 		vb_wait_child_event(100);
@@ -180,26 +191,19 @@ static int vb_check_device(struct vb_launch *L)
 static int vb_plan(struct vb_launch *L)
 {
 	unsigned list[PB_PIN_MAX];
-	struct pb_pin_request req = {
-		.policy = (enum pb_pin_policy)L->p->c.pin, .nprocs = L->members,
-		.allow_oversubscribe = L->p->c.allow_oversubscribe,
-		.pci_busid = L->sh->probe.pci_busid[0] ? L->sh->probe.pci_busid : NULL,
-	};
+	struct pb_pin_request req;
 	char err[256];
-	int rc, n;
+	int rc;
 
-	if (req.policy == PB_PIN_LIST) {
-		if (!L->p->c.pin_list) {
-			pb_log_error("--pin list needs --pin-list");
-			return -EINVAL;
-		}
-		if ((n = pb_pin_parse_list(L->p->c.pin_list, list, PB_PIN_MAX, err, sizeof(err))) < 0) {
-			pb_log_error("option --pin-list: %s", err);
-			return -EINVAL;
-		}
-		req.list = list;
-		req.nlist = (size_t)n;
+	if (L->p->c.pin == PB_PIN_LIST && !L->p->c.pin_list) {
+		pb_log_error("--pin list needs --pin-list");
+		return -EINVAL;
 	}
+	if (pb_run_pin_request(&L->p->c, L->members, list, &req, err, sizeof(err))) {
+		pb_log_error("option --pin-list: %s", err);
+		return -EINVAL;
+	}
+	req.pci_busid = L->sh->probe.pci_busid[0] ? L->sh->probe.pci_busid : NULL;
 	if ((rc = pb_pin_topology_load(&L->topo, req.policy == PB_PIN_NEAR_DEVICE))) {
 		pb_log_error("hwloc topology: %s", strerror(-rc));
 		return rc;
@@ -218,6 +222,16 @@ static const char *vb_variant(const struct vb_params *p)
 	if (p->variant)
 		return p->variant;
 	return p->bidir ? "bidir" : NULL;
+}
+
+/* While a barrier waits: heartbeat for the launcher, progress word for a remote peer. */
+static void vb_worker_idle(void *ctx)
+{
+	struct vb_worker *w = ctx;
+
+	atomic_fetch_add_explicit(&w->shared->w[w->member].beat, 1, memory_order_relaxed);
+	if (w->ctrl)
+		w->ctrl->out[1] = shm_sync_progress_count(w->sync);
 }
 
 static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker *w)
@@ -257,14 +271,32 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 		return rc;
 	}
 	shm_meet_init(&w->meet, L->sync, member, p->pairs, L->max_samples, w->timeout_ns);
+	shm_sync_set_idle(L->sync, vb_worker_idle, w);
 	return 0;
+}
+
+/* The engine's parameters of this run (workers, and the launcher's rows of what is left). */
+struct pb_engine_params vb_engine_params(const struct vb_launch *L)
+{
+	const struct vb_params *p = L->p;
+	struct pb_engine_params ep;
+
+	pb_run_engine_params(&p->test_desc->info, "verbs", &p->c, vb_variant(p), p->tx_depth,
+			     p->pairs, &ep);
+	ep.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1);
+	return ep;
+}
+
+const char *vb_output_name(const struct vb_params *p)
+{
+	return p->c.output ? p->c.output : "stdout";
 }
 
 static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 {
 	const struct vb_params *p = L->p;
 	const struct vb_worker_report *rep = &L->sh->w[w->member];
-	struct pb_engine_params ep;
+	struct pb_engine_params ep = vb_engine_params(L);
 	struct pb_engine_role role = {
 		.measuring = w->measuring, .leader = w->member == 0 && w->side == VB_CLIENT,
 		.pair_id = w->pair, .cpu = rep->cpu, .numa_node = rep->numa_node, .host = w->host,
@@ -273,16 +305,20 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 	struct pb_sink sink = {
 		.csv = role.leader ? L->csv : NULL,
 		.table = role.leader && !p->c.quiet ? stderr : NULL,
+		.progress = role.leader ? &L->sh->csv_progress : NULL,
 	};
-	int rc;
+	int rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, w->role->ops, w, &sink);
 
-	pb_run_engine_params(&w->test->info, "verbs", &p->c, vb_variant(p), p->tx_depth, p->pairs,
-			     &ep);
-	ep.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1);
-	rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, w->role->ops, w, &sink);
+	if (role.leader && L->csv && (fflush(L->csv) || ferror(L->csv))) {
+		/* Said once, here; the launcher does not try the same output again. */
+		int e = errno ? errno : EIO;
 
-	if (role.leader && L->csv)
-		fflush(L->csv);
+		L->sh->csv_errno = e;
+		snprintf(w->error, sizeof(w->error), "writing the CSV rows to %s failed: %s", vb_output_name(p),
+			 strerror(e));
+		if (!rc || rc == -EIO)
+			rc = -EIO;
+	}
 	return rc;
 }
 
@@ -296,6 +332,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 	rc = vb_worker_init(L, member, &w);
 	side = w.side == VB_CLIENT ? "client" : "server";
 	if (!rc) {
+		vb_fault_point(&w, VB_PHASE_CONNECT);
 		rc = vb_cm_connect(&w);
 		if (rc) {
 			char why[400];
@@ -315,12 +352,18 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 		}
 	} else if (!rc) {
 		rc = vb_worker_measure(L, &w);
-		if (rc && w.error[0] && rc != -ECANCELED)
+		if (rc && w.error[0] && rc != -ECANCELED && rc != -EINTR)
 			pb_log_error("pair %u (%s): %s", w.pair, side, w.error);
+		/* Our own failure: the others stop now instead of waiting for us until --timeout. */
+		if (rc && rc != -ECANCELED)
+			shm_meet_ops.fail(&w.meet, w.error[0] ? w.error : "a worker failed");
 	}
 	/* Both sides done with the buffers before either tears down. */
-	if (!rc && (rc = vb_ctrl_sync(&w)))
-		pb_log_error("pair %u (%s): final sync: %s", w.pair, side, w.error);
+	if (!rc) {
+		vb_fault_point(&w, VB_PHASE_FINAL);
+		if ((rc = vb_ctrl_sync(&w)) && rc != -ECANCELED && rc != -EINTR)
+			pb_log_error("pair %u (%s): final sync: %s", w.pair, side, w.error);
+	}
 	vb_cm_teardown(&w);
 	shm_meet_cleanup(&w.meet);
 	L->sh->w[member].done = 1;
@@ -329,71 +372,6 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 	return pb_exit_code(rc);
 }
 
-static const char *vb_member_side(const struct vb_launch *L, unsigned m)
-{
-	if (L->p->loopback)
-		return m < L->p->pairs ? "client" : "server";
-	return L->p->side == VB_SERVER ? "server" : "client";
-}
-
-/* Reap every worker; abort the group when one dies abnormally. Returns the exit code. */
-static int vb_reap(struct vb_launch *L)
-{
-	unsigned left = L->members;
-	int code = PB_EXIT_OK;
-	uint64_t kill_at = 0;
-	bool aborted = false;
-
-	while (left) {
-		int st;
-		pid_t pid = waitpid(-1, &st, WNOHANG);
-
-		if (pid <= 0) {
-			if (pid < 0 && errno == ECHILD)
-				break;
-			if (!kill_at && (vb_interrupted || aborted))
-				kill_at = pb_clock_now_ns() + (uint64_t)((L->p->c.timeout_s + 10) * 1e9);
-			if (kill_at && pb_clock_now_ns() > kill_at) {
-				for (unsigned m = 0; m < L->members; m++)
-					if (L->pid[m] > 0) {
-						pb_log_error("worker of pair %u (%s, pid %d) did not exit: killing it",
-							     m % L->p->pairs, vb_member_side(L, m), L->pid[m]);
-						kill(L->pid[m], SIGKILL);
-					}
-				kill_at = UINT64_MAX;
-			}
-			vb_wait_child_event(kill_at ? 100 : 1000);
-			continue;
-		}
-		unsigned m;
-
-		for (m = 0; m < L->members && L->pid[m] != pid; m++)
-			;
-		if (m == L->members)
-			continue;
-		L->pid[m] = 0;
-		left--;
-		if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0 && !L->sh->w[m].done)) {
-			char why[200];
-
-			snprintf(why, sizeof(why), "worker of pair %u (%s, pid %d) died (%s %d)", m % L->p->pairs,
-				 vb_member_side(L, m), pid, WIFSIGNALED(st) ? "signal" : "exit",
-				 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-			pb_log_error("%s", why);
-			shm_sync_abort(L->sync, -1, why);
-			aborted = true;
-			if (code == PB_EXIT_OK)
-				code = PB_EXIT_RUNTIME;
-		} else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-			int c = WEXITSTATUS(st);
-
-			/* usage (2) outranks runtime (1): it says what to fix */
-			if (code == PB_EXIT_OK || (c == PB_EXIT_USAGE && code == PB_EXIT_RUNTIME))
-				code = c;
-		}
-	}
-	return code;
-}
 
 static int vb_run_workers(struct vb_launch *L)
 {
@@ -422,10 +400,11 @@ static int vb_run_workers(struct vb_launch *L)
 	}
 	int code = vb_reap(L);
 
+	vb_complete_rows(L);
 	return m < L->members && code == PB_EXIT_OK ? PB_EXIT_RUNTIME : code;
 }
 
-int vb_launch(struct vb_params *p, FILE *csv)
+int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 {
 	struct vb_launch L = { .p = p, .csv = csv };
 	int rc, code;
@@ -459,11 +438,12 @@ int vb_launch(struct vb_params *p, FILE *csv)
 	}
 	code = vb_run_workers(&L);
 	if (vb_interrupted) {
-		pb_log_error("interrupted: rows measured so far were written");
-		if (code == PB_EXIT_OK)
-			code = PB_EXIT_RUNTIME;
+		/* 128 + signal, the shell's convention: callers can tell an interruption from a failure. */
+		pb_log_error("interrupted by %s: rows measured so far were written, error rows for the rest",
+			     vb_sig_name(vb_interrupted));
+		code = 128 + vb_interrupted;
 	}
-	if (p->c.env_json && (rc = vb_env_write(p->c.env_json, p, L.sh, L.members, L.plan.note, &L.clock))) {
+	if (env && (rc = vb_env_write(env, p, L.sh, L.members, L.plan.note, &L.clock))) {
 		pb_log_error("writing --env-json %s: %s", p->c.env_json, strerror(-rc));
 		if (code == PB_EXIT_OK)
 			code = PB_EXIT_RUNTIME;
@@ -476,5 +456,9 @@ out:
 	if (L.topo)
 		hwloc_topology_destroy(L.topo);
 	munmap(L.sh, sizeof(*L.sh));
+	if (vb_interrupted) {
+		pb_log_error("interrupted by %s before the workers started", vb_sig_name(vb_interrupted));
+		return 128 + vb_interrupted;
+	}
 	return pb_exit_code(rc);
 }

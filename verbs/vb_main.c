@@ -10,12 +10,35 @@
 #include "pb_opts.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-/* Set by the SIGINT/SIGTERM handler; a signal handler cannot reach a context struct. */
+/* The signal that interrupts the run (set by the handler; a handler cannot reach a context struct). */
 volatile sig_atomic_t vb_interrupted;
+
+/*
+ * Fault injection for the fault suite: PAIRBENCH_FAULT=PHASE:SIG:MEMBER
+ * makes worker MEMBER send itself SIGSTOP or SIGKILL when it reaches PHASE
+ * (connect: before connecting; final: before the final pair sync), so
+ * phases too short to hit from outside are tested with a real signal.
+ */
+void vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
+{
+	static const char *const names[] = { "connect", "final" };
+	const char *f = getenv("PAIRBENCH_FAULT");
+	char ph[16], sig[8];
+	unsigned member;
+
+	if (!f || sscanf(f, "%15[a-z]:%7[A-Z]:%u", ph, sig, &member) != 3 || member != w->member ||
+	    strcmp(ph, names[phase]))
+		return;
+	pb_log_info("fault injection: worker of pair %u raises SIG%s at %s", w->pair, sig, ph);
+	raise(!strcmp(sig, "KILL") ? SIGKILL : SIGSTOP);
+}
 
 static const char *const vb_atomic_variants[] = { "fadd", "cswap", NULL };
 
@@ -163,7 +186,10 @@ static int vb_parse_auto(const char *opt, const char *text, long max, int *out)
 	}
 	v = strtol(text, &end, 10);
 	if (!*text || *end || v < 0 || v > max) {
-		pb_log_error("option %s: '%s' is not 'auto' or an integer in [0, %ld]", opt, text, max);
+		char c[PB_CLIP_CHARS + 4];
+
+		pb_log_error("option %s: '%s' is not 'auto' or an integer in [0, %ld]", opt,
+			     pb_opts_clip(text, c, sizeof(c)), max);
 		return -EINVAL;
 	}
 	*out = (int)v;
@@ -263,8 +289,10 @@ static int vb_variant_check(struct vb_params *p, const struct pb_test_info *t)
 			 t->variants[i]);
 	}
 	if (!ok) {
-		pb_log_error("option --variant: '%s' is not a variant of %s (%s)", p->variant, t->name,
-			     names);
+		char clip[PB_CLIP_CHARS + 4];
+
+		pb_log_error("option --variant: '%s' is not a variant of %s (%s)",
+			     pb_opts_clip(p->variant, clip, sizeof(clip)), t->name, names);
 		return -EINVAL;
 	}
 	if (t->variants && !p->variant)
@@ -275,10 +303,12 @@ static int vb_variant_check(struct vb_params *p, const struct pb_test_info *t)
 static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *res)
 {
 	const struct vb_test *t = vb_test_find(p->c.test);
+	char err[256];
 	int rc;
 
 	if (!t) {
-		pb_log_error("option --test: unknown test '%s' (see --list-tests)", p->c.test);
+		pb_log_error("option --test: unknown test '%s' (see --list-tests)",
+			     pb_opts_clip(p->c.test, err, sizeof(err)));
 		return -EINVAL;
 	}
 	p->test_desc = t;
@@ -301,6 +331,10 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 		pb_log_error("%s needs --pairs >= %u", t->info.name, t->info.min_pairs);
 		return -EINVAL;
 	}
+	if (pb_common_check(&p->c, err, sizeof(err))) {
+		pb_log_error("%s", err);
+		return -EINVAL;
+	}
 	if (p->c.pairs > VB_MAX_PAIRS) {
 		pb_log_error("option --pairs: at most %d", VB_MAX_PAIRS);
 		return -EINVAL;
@@ -319,6 +353,62 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 	return vb_role(p);
 }
 
+/*
+ * fds 0-2 closed by the caller: occupy them with /dev/null so that no file
+ * or rdma_cm channel opened later becomes "stdout" (stdout itself is checked
+ * by the caller: rows into /dev/null would be lost silently).
+ */
+static void vb_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFL) >= 0)
+			continue;
+		int n = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+
+		if (n >= 0 && n != fd) {
+			dup2(n, fd);
+			close(n);
+		}
+	}
+}
+
+/*
+ * Open --output (or --env-json) for writing, before the run: a bad path is
+ * refused before anything is measured.  Never blocks: a FIFO without a reader is an
+ * error (O_NONBLOCK open), not a hang.  Written through, never replaced: a
+ * device node, a FIFO or a symlink stays what it is; a regular file is
+ * truncated.  NULL after one error line.
+ */
+static FILE *vb_open_output(const char *opt, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666), flags;
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		pb_log_error("cannot open %s %s: %s", opt, path,
+			     errno == ENXIO ? "it is a FIFO with no reader (start the reader first)" : strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || (S_ISREG(st.st_mode) && ftruncate(fd, 0))) {
+		pb_log_error("cannot open %s %s: %s", opt, path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		pb_log_error("cannot open %s %s: it is a directory", opt, path);
+		close(fd);
+		return NULL;
+	}
+	if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
+	    !(f = fdopen(fd, "w"))) {
+		pb_log_error("cannot open %s %s: %s", opt, path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	return f;
+}
+
 static void vb_list_tests(int fmt)
 {
 	const struct pb_test_info *all[sizeof(vb_tests) / sizeof(vb_tests[0])];
@@ -333,7 +423,7 @@ int main(int argc, char **argv)
 {
 	struct vb_params p;
 	struct pb_opts_result res;
-	FILE *csv = stdout;
+	FILE *csv = stdout, *env = NULL;
 	int rc;
 
 	memset(&p, 0, sizeof(p));
@@ -355,13 +445,25 @@ int main(int argc, char **argv)
 	}
 	if (vb_params_finish(&p, &res))
 		return PB_EXIT_USAGE;
-	if (p.c.output && !(csv = fopen(p.c.output, "w"))) {
-		pb_log_error("cannot open --output %s: %s", p.c.output, strerror(errno));
+	if (!p.c.output && fcntl(STDOUT_FILENO, F_GETFL) < 0) {
+		pb_log_error("stdout is closed: nowhere to write the CSV rows (use -o FILE)");
+		return PB_EXIT_USAGE;
+	}
+	vb_std_fds();
+	if (p.c.output && !(csv = vb_open_output("--output", p.c.output)))
+		return PB_EXIT_USAGE;
+	if (p.c.env_json && !(env = vb_open_output("--env-json", p.c.env_json))) {
+		if (csv != stdout)
+			fclose(csv);
 		return PB_EXIT_USAGE;
 	}
 	/* Rows reach the file as they are made: an interrupted run keeps what it measured. */
 	setvbuf(csv, NULL, _IOLBF, 0);
-	rc = vb_launch(&p, csv);
+	rc = vb_launch(&p, csv, env);
+	if (env && fclose(env) && !rc) {
+		pb_log_error("writing --env-json %s failed: %s", p.c.env_json, strerror(errno));
+		rc = PB_EXIT_RUNTIME;
+	}
 	if (csv != stdout && fclose(csv) && !rc) {
 		pb_log_error("writing %s failed: %s", p.c.output, strerror(errno));
 		rc = PB_EXIT_RUNTIME;

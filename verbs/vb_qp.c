@@ -17,29 +17,158 @@
 /* Sleep between looks of a passive side: doubling from 20 us up to the caller's maximum. */
 #define VB_NAP_MIN_NS 20000u
 
-uint64_t vb_deadline(const struct vb_worker *w)
+void vb_progress(struct vb_worker *w)
 {
-	/* A stream may last --duration; waits get the timeout on top of it. */
-	return pb_clock_now_ns() + w->timeout_ns + (uint64_t)(w->p->c.duration_s * 1e9);
+	shm_sync_progress(w->sync);
+	if (w->ctrl)
+		w->ctrl->out[1] = shm_sync_progress_count(w->sync);
 }
 
-int vb_wait_check(struct vb_worker *w, uint64_t deadline_ns, const char *what)
+void vb_watch_start(struct vb_worker *w, struct vb_watch *wt, const char *what, bool peer)
+{
+	memset(wt, 0, sizeof(*wt));
+	wt->what = what;
+	wt->since_ns = pb_clock_now_ns();
+	wt->peer = peer;
+	wt->group_mark = shm_sync_progress_count(w->sync);
+	wt->peer_mark = w->ctrl ? w->ctrl->in[1] : 0;
+	/* Across nodes the first peek goes out after a quarter of --timeout without progress. */
+	wt->next_peek_ns = wt->since_ns + w->timeout_ns / 4;
+}
+
+static const char *vb_signame(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
+/* Post an 8-byte RDMA read of the peer's progress word into ctrl->in[1]. 0 or -errno. */
+static int vb_peek_post(struct vb_worker *w, struct vb_watch *wt)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)&w->ctrl->in[1], .length = 8, .lkey = w->ctrl_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = VB_WRID_PEEK, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	int rc;
+
+	wr.wr.rdma.remote_addr = w->remote.ctrl_addr + offsetof(struct vb_ctrl, out[1]);
+	wr.wr.rdma.rkey = w->remote.ctrl_rkey;
+	if ((rc = ibv_post_send(w->qp, &wr, &bad))) {
+		snprintf(w->error, sizeof(w->error), "ibv_post_send (progress read): %s", strerror(rc));
+		return -rc;
+	}
+	wt->peek_pending = true;
+	return 0;
+}
+
+/* Reap the peek if it completed: 1 done, 0 not yet, or -errno (the peer's QP is gone). */
+static int vb_peek_reap(struct vb_worker *w, struct vb_watch *wt)
+{
+	struct ibv_wc wc;
+	int ne = ibv_poll_cq(w->cq, 1, &wc);
+
+	if (ne == 0)
+		return 0;
+	if (ne < 0) {
+		snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
+		return -EIO;
+	}
+	wt->peek_pending = false;
+	if (wc.status != IBV_WC_SUCCESS) {
+		snprintf(w->error, sizeof(w->error), "the peer is gone: reading its progress word while waiting for %s failed: %s",
+			 wt->what, ibv_wc_status_str(wc.status));
+		return -EIO;
+	}
+	if (wc.wr_id != VB_WRID_PEEK) {
+		snprintf(w->error, sizeof(w->error), "unexpected completion (opcode %d) while waiting for %s",
+			 (int)wc.opcode, wt->what);
+		return -EPROTO;
+	}
+	return 1;
+}
+
+/* Peer waits across nodes: has the peer's progress word moved? 1 yes, 0 no, -errno. */
+static int vb_watch_peek(struct vb_worker *w, struct vb_watch *wt, uint64_t now)
+{
+	int rc;
+
+	/* Loopback: the peer is in our shm group, its progress is the group's.  Send tests: a
+	 * receive completion could come before the peek's; they rely on the group and the receives. */
+	if (w->p->loopback || !w->qp || !w->remote.ctrl_rkey || !w->shared->probe.max_qp_init_rd_atom ||
+	    w->test->op == VB_OP_SEND)
+		return 0;
+	if (wt->peek_pending) {
+		if ((rc = vb_peek_reap(w, wt)) <= 0)
+			return rc;
+		if (w->ctrl->in[1] != wt->peer_mark) {
+			wt->peer_mark = w->ctrl->in[1];
+			return 1;
+		}
+		return 0;
+	}
+	if (now < wt->next_peek_ns)
+		return 0;
+	wt->next_peek_ns = now + w->timeout_ns / 4;
+	return vb_peek_post(w, wt);
+}
+
+int vb_watch_check(struct vb_worker *w, struct vb_watch *wt)
 {
 	char why[160];
+	uint64_t now;
+	int rc, sig = vb_interrupted;
 
-	if (vb_interrupted) {
-		snprintf(w->error, sizeof(w->error), "interrupted (signal) while waiting for %s", what);
+	atomic_fetch_add_explicit(&w->shared->w[w->member].beat, 1, memory_order_relaxed);
+	if (sig) {
+		snprintf(w->error, sizeof(w->error), "interrupted by %s while waiting for %s", vb_signame(sig), wt->what);
 		return -EINTR;
 	}
 	if (shm_meet_ops.aborted(&w->meet, why, sizeof(why))) {
-		snprintf(w->error, sizeof(w->error), "aborted while waiting for %s: %s", what, why);
+		snprintf(w->error, sizeof(w->error), "aborted while waiting for %s: %s", wt->what, why);
 		return -ECANCELED;
 	}
-	if (pb_clock_now_ns() > deadline_ns) {
+	now = pb_clock_now_ns();
+	if (wt->progress != wt->mark) {
+		wt->mark = wt->progress;
+		wt->since_ns = now;
+		vb_progress(w);
+	} else if (wt->peer) {
+		uint64_t g = shm_sync_progress_count(w->sync);
+
+		if (w->ctrl)  /* what a peer peeking at us sees: our group still works */
+			w->ctrl->out[1] = g;
+		if (g != wt->group_mark) {
+			wt->group_mark = g;
+			wt->since_ns = now;
+		} else if ((rc = vb_watch_peek(w, wt, now)) < 0) {
+			return rc;
+		} else if (rc) {
+			wt->since_ns = now;
+		}
+	}
+	if (now - wt->since_ns > w->timeout_ns) {
 		snprintf(w->error, sizeof(w->error),
-			 "timed out after %.1f s waiting for %s (peer dead or stuck?)",
-			 (double)w->timeout_ns / 1e9, what);
+			 "no progress for %.1f s waiting for %s (--timeout %.1f s; peer dead or stuck?)",
+			 (double)(now - wt->since_ns) / 1e9, wt->what, (double)w->timeout_ns / 1e9);
 		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+int vb_watch_end(struct vb_worker *w, struct vb_watch *wt)
+{
+	uint64_t until = pb_clock_now_ns() + w->timeout_ns;
+	int rc;
+
+	while (wt->peek_pending) {
+		if ((rc = vb_peek_reap(w, wt)) < 0)
+			return rc;
+		if (!rc && pb_clock_now_ns() > until) {
+			snprintf(w->error, sizeof(w->error), "the read of the peer's progress word did not complete within --timeout");
+			return -ETIMEDOUT;
+		}
 	}
 	return 0;
 }
@@ -82,12 +211,12 @@ int vb_post_recvs(struct vb_worker *w, uint32_t n)
 /* Spin until one successful completion is in *wc (deadline-checked). 0 or -errno. */
 static int vb_wait_one_cqe(struct vb_worker *w, struct ibv_wc *wc, const char *what)
 {
-	uint64_t deadline = vb_deadline(w);
-	unsigned spins = 0;
+	struct vb_watch wt;
 	int rc, ne;
 
+	vb_watch_start(w, &wt, what, false);
 	while ((ne = ibv_poll_cq(w->cq, 1, wc)) == 0)
-		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, what)))
+		if ((rc = vb_watch_spin(w, &wt, what)))
 			return rc;
 	if (ne < 0) {
 		snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
@@ -104,14 +233,27 @@ int vb_recv_repost(struct vb_worker *w, uint64_t *recvd)
 	return vb_post_recvs(w, 1);
 }
 
-/* Wait for the completion of the ctrl write; any other completion is a protocol error. */
+/*
+ * Wait for the completion of the ctrl write.  A receive may come first (send
+ * tests: the peer's stream goes on, e.g. --bidir, or its next stream already
+ * began): it is reposted and counted in w->stray_recvs for the stream's
+ * count.  Any other completion is a protocol error.
+ */
 static int vb_ctrl_reap(struct vb_worker *w)
 {
 	struct ibv_wc wc;
-	int rc = vb_wait_one_cqe(w, &wc, "a ctrl write completion");
+	int rc;
 
-	if (rc || wc.wr_id == VB_WRID_CTRL)
-		return rc;
+	for (;;) {
+		if ((rc = vb_wait_one_cqe(w, &wc, "a ctrl write completion")))
+			return rc;
+		if (!(wc.opcode & IBV_WC_RECV))
+			break;
+		if ((rc = vb_recv_repost(w, &w->stray_recvs)))
+			return rc;
+	}
+	if (wc.wr_id == VB_WRID_CTRL)
+		return 0;
 	snprintf(w->error, sizeof(w->error),
 		 "unexpected completion (opcode %d, wr_id %llu) while waiting for a ctrl write",
 		 (int)wc.opcode, (unsigned long long)wc.wr_id);
@@ -142,18 +284,18 @@ int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value)
 
 int vb_ctrl_sync(struct vb_worker *w)
 {
-	uint64_t step = ++w->ctrl_step, deadline;
-	unsigned spins = 0;
+	uint64_t step = ++w->ctrl_step;
+	struct vb_watch wt;
 	int rc = vb_ctrl_write(w, 0, step);
 
 	if (rc)
 		return rc;
-	deadline = vb_deadline(w);
+	vb_watch_start(w, &wt, "the peer (pair sync)", VB_WATCH_PEER);
 	while (w->ctrl->in[0] < step) {
-		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, "the peer (pair sync)")))
-			return rc;
+		if ((rc = vb_watch_spin(w, &wt, "the peer (pair sync)")))
+			break;
 	}
-	return 0;
+	return rc ? rc : vb_watch_end(w, &wt);
 }
 
 int vb_stream_signal(struct vb_worker *w, uint64_t count)
@@ -166,22 +308,25 @@ int vb_stream_signal(struct vb_worker *w, uint64_t count)
  * also until every announced message was received (receives are reposted).
  * *recvd counts receive completions of this stream.
  */
-int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
-			uint64_t deadline_ns, uint64_t max_nap_ns)
+int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, uint64_t max_nap_ns)
 {
 	bool sends = w->test->op == VB_OP_SEND;
 	uint64_t nap_ns = VB_NAP_MIN_NS, t0 = sends ? 0 : pb_clock_now_ns();
 	struct ibv_wc wc[16];
-	unsigned spins = 0;
+	struct vb_watch wt;
 	int rc;
 
+	/* Sends: the receives are the progress.  Otherwise the peer's pace (group, peek). */
+	vb_watch_start(w, &wt, "the peer's end of stream", !sends);
+	*recvd += w->stray_recvs;  /* receives a ctrl write's reap took for us */
+	w->stray_recvs = 0;
 	for (;;) {
 		uint64_t word = w->ctrl->in[2];
 
 		if ((word >> VB_DONE_SHIFT) == (w->stream_no & ((1ull << (64 - VB_DONE_SHIFT)) - 1))) {
 			*count = word & ((1ull << VB_DONE_SHIFT) - 1);
 			if (!sends || *recvd >= *count)
-				return 0;
+				return vb_watch_end(w, &wt);
 		}
 		if (sends) {
 			int ne = ibv_poll_cq(w->cq, 16, wc);
@@ -217,11 +362,12 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd,
 				cap = max_nap_ns;
 			if (nap_ns * 2 <= cap)
 				nap_ns *= 2;
-			if ((rc = vb_wait_check(w, deadline_ns, "the peer's end of stream")))
+			if ((rc = vb_watch_check(w, &wt)))
 				return rc;
 			continue;
 		}
-		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline_ns, "the peer's end of stream")))
+		wt.progress = *recvd;
+		if ((rc = vb_watch_spin(w, &wt, "the peer's end of stream")))
 			return rc;
 	}
 }
@@ -281,6 +427,13 @@ int vb_prepare_common(struct vb_worker *w, uint64_t size)
 	    (rc = vb_post_recvs(w, w->rx_depth - w->recvs_posted)))
 		return rc;
 	return vb_ctrl_sync(w);
+}
+
+const char *vb_error(void *ctx)
+{
+	const struct vb_worker *w = ctx;
+
+	return w->error;
 }
 
 int vb_prepare(void *ctx, uint64_t size)

@@ -12,7 +12,7 @@
 #include "vb_lat.h"
 
 static inline __attribute__((always_inline)) int
-vb_read_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
+vb_read_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 {
 	int rc;
 
@@ -35,5 +35,5 @@ static int vb_read_lat_warmup(void *ctx, uint64_t size, uint64_t n)
 }
 
 const struct pb_test_ops vb_read_lat_client = {
-	.prepare = vb_prepare, .warmup = vb_read_lat_warmup, .timed = vb_read_lat_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_read_lat_warmup, .timed = vb_read_lat_timed,
 };

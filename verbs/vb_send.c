@@ -32,7 +32,7 @@ static inline int vb_send_poll(struct vb_worker *w, int *got_recv)
 }
 
 static inline __attribute__((always_inline)) int
-vb_send_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
+vb_send_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 {
 	int got = 0, rc;
 
@@ -42,7 +42,7 @@ vb_send_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
 	while (!got) {
 		if ((rc = vb_send_poll(w, &got)))
 			return rc;
-		if (!got && (rc = vb_spin_check(w, s, "the peer's reply send")))
+		if (!got && (rc = vb_watch_spin(w, s, "the peer's reply send")))
 			return rc;
 	}
 	return vb_post_recvs(w, (uint32_t)got);
@@ -62,10 +62,11 @@ static int vb_send_lat_warmup(void *ctx, uint64_t size, uint64_t n)
 /* Server: answer every received message with a send, until the client's end of stream. */
 static int vb_send_serve_stream(struct vb_worker *w)
 {
-	struct vb_spin s = { .deadline_ns = vb_deadline(w) };
+	struct vb_watch s;
 	const uint64_t want = w->stream_no + 1;
 	int rc;
 
+	vb_watch_start(w, &s, "the client's ping send", false);
 	w->stream_no = want;
 	for (;;) {
 		int got = 0;
@@ -73,6 +74,10 @@ static int vb_send_serve_stream(struct vb_worker *w)
 		if ((rc = vb_send_poll(w, &got)))
 			return rc;
 		if (got) {
+			s.progress += (uint64_t)got;
+			/* every 1024 batches too: receives may be there at every look */
+			if ((++s.spins & 1023) == 0 && (rc = vb_watch_check(w, &s)))
+				return rc;
 			if ((rc = vb_post_recvs(w, (uint32_t)got)))
 				return rc;
 			for (int i = 0; i < got; i++)
@@ -82,7 +87,7 @@ static int vb_send_serve_stream(struct vb_worker *w)
 		}
 		if ((w->ctrl->in[2] >> VB_DONE_SHIFT) == want)
 			return vb_reap_pending(w);
-		if ((rc = vb_spin_check(w, &s, "the client's ping send")))
+		if ((rc = vb_watch_spin(w, &s, "the client's ping send")))
 			return rc;
 	}
 }
@@ -100,8 +105,8 @@ static int vb_send_serve_warmup(void *ctx, uint64_t size, uint64_t n)
 }
 
 const struct pb_test_ops vb_send_lat_client = {
-	.prepare = vb_prepare, .warmup = vb_send_lat_warmup, .timed = vb_send_lat_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_send_lat_warmup, .timed = vb_send_lat_timed,
 };
 const struct pb_test_ops vb_send_lat_server = {
-	.prepare = vb_prepare, .warmup = vb_send_serve_warmup, .timed = vb_send_serve_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_send_serve_warmup, .timed = vb_send_serve_timed,
 };

@@ -60,13 +60,13 @@ static int vb_post_wait(struct vb_worker *w)
 
 static int vb_recv_wait(struct vb_worker *w)
 {
-	uint64_t deadline = vb_deadline(w);
+	struct vb_watch wt;
 	struct ibv_wc wc;
-	unsigned spins = 0;
 	int rc, ne;
 
+	vb_watch_start(w, &wt, "a receive", false);
 	while ((ne = ibv_poll_cq(w->cq, 1, &wc)) == 0) {
-		if (++spins % 1024 == 0 && (rc = vb_wait_check(w, deadline, "a receive")))
+		if ((rc = vb_watch_spin(w, &wt, "a receive")))
 			return rc;
 	}
 	if (ne < 0)

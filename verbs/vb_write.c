@@ -36,7 +36,7 @@ static inline int vb_write_post(struct vb_worker *w, uint8_t seq)
 }
 
 static inline __attribute__((always_inline)) int
-vb_write_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
+vb_write_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 {
 	volatile uint8_t *rx_last = w->buf + w->region + w->size - 1;
 	uint8_t seq = w->seq = w->seq == 255 ? 1 : w->seq + 1;
@@ -46,7 +46,7 @@ vb_write_iter(struct vb_worker *w, struct vb_spin *s, uint64_t i)
 	if ((rc = vb_write_post(w, seq)))
 		return rc;
 	while (*rx_last != seq)
-		if ((rc = vb_spin_check(w, s, "the peer's reply write")))
+		if ((rc = vb_watch_spin(w, s, "the peer's reply write")))
 			return rc;
 	return w->sig_pending ? vb_write_reap_nb(w) : 0;
 }
@@ -66,10 +66,11 @@ static int vb_write_lat_warmup(void *ctx, uint64_t size, uint64_t n)
 static int vb_write_serve_stream(struct vb_worker *w)
 {
 	volatile uint8_t *rx_last = w->buf + w->region + w->size - 1;
-	struct vb_spin s = { .deadline_ns = vb_deadline(w) };
+	struct vb_watch s;
 	const uint64_t want = w->stream_no + 1;
 	int rc;
 
+	vb_watch_start(w, &s, "the client's ping write", false);
 	w->stream_no = want;
 	for (;;) {
 		uint8_t seq = w->seq == 255 ? 1 : w->seq + 1;
@@ -77,10 +78,14 @@ static int vb_write_serve_stream(struct vb_worker *w)
 		while (*rx_last != seq) {
 			if ((w->ctrl->in[2] >> VB_DONE_SHIFT) == want)
 				return vb_reap_pending(w);
-			if ((rc = vb_spin_check(w, &s, "the client's ping write")))
+			if ((rc = vb_watch_spin(w, &s, "the client's ping write")))
 				return rc;
 		}
 		w->seq = seq;
+		s.progress++;
+		/* every 1024 pings too: a ping may already be there at the first look */
+		if ((++s.spins & 1023) == 0 && (rc = vb_watch_check(w, &s)))
+			return rc;
 		if ((rc = vb_write_post(w, seq)))
 			return rc;
 		if (w->sig_pending && (rc = vb_write_reap_nb(w)))
@@ -101,8 +106,8 @@ static int vb_write_serve_warmup(void *ctx, uint64_t size, uint64_t n)
 }
 
 const struct pb_test_ops vb_write_lat_client = {
-	.prepare = vb_prepare, .warmup = vb_write_lat_warmup, .timed = vb_write_lat_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_write_lat_warmup, .timed = vb_write_lat_timed,
 };
 const struct pb_test_ops vb_write_lat_server = {
-	.prepare = vb_prepare, .warmup = vb_write_serve_warmup, .timed = vb_write_serve_timed,
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_write_serve_warmup, .timed = vb_write_serve_timed,
 };

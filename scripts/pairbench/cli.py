@@ -12,6 +12,7 @@ import errno
 import importlib
 import os
 import sys
+from collections.abc import Callable
 
 from pairbench import __version__
 from pairbench.errors import UsageError, one_line
@@ -62,12 +63,18 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stdout is None:  # started with stdout closed (>&-): say so before doing anything
         return _fail(ns.command, "stdout is closed; redirect it (e.g. >/dev/null or >FILE)")
     handler = getattr(importlib.import_module(f"pairbench.{module}"), func)
+    return call(ns.command, lambda: handler(ns))
+
+
+def call(command: str, run: Callable[[], int]) -> int:
+    """Run a command's function the way every pairbench command runs: its exit code, and
+    whatever it raised as one line on stderr with an exit code, never a traceback."""
     try:
-        rc = handler(ns)
+        rc = run()
         _flush_stdout()
         return rc
     except UsageError as exc:
-        return _fail(ns.command, str(exc), exc.exit_code)
+        return _fail(command, str(exc), exc.exit_code)
     except KeyboardInterrupt:
         print("pairbench: interrupted", file=sys.stderr)
         return 130
@@ -75,17 +82,17 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()
         return 1
     except StdoutError as exc:
-        return _fail(ns.command, f"writing to stdout failed: {exc}")
+        return _fail(command, f"writing to stdout failed: {exc}")
     # Last line of defence: whatever a command did not turn into a UsageError itself is
     # still one line and exit 2, never a traceback.
     except UnicodeDecodeError as exc:
-        return _fail(ns.command, f"input is not UTF-8 text ({exc.reason} at byte {exc.start})")
+        return _fail(command, f"input is not UTF-8 text ({exc.reason} at byte {exc.start})")
     except OSError as exc:
         if exc.filename is None and exc.errno in _WRITE_ERRNOS:
             _drop_stdout()  # a write without a file name: stdout (a full disk, ...)
-            return _fail(ns.command, f"writing to stdout failed: {exc.strerror or exc}")
+            return _fail(command, f"writing to stdout failed: {exc.strerror or exc}")
         where = f"{exc.filename}: " if exc.filename else ""
-        return _fail(ns.command, f"{where}{exc.strerror or exc}")
+        return _fail(command, f"{where}{exc.strerror or exc}")
 
 
 _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})

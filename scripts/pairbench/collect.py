@@ -10,6 +10,7 @@ import csv
 import io
 import os
 import re
+import signal
 from pathlib import Path
 
 from pairbench.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
@@ -25,6 +26,13 @@ Row = dict[str, str]
 EXIT_MEANING = {1: "runtime failure", 2: "invalid input", 77: "cannot run here",
                 255: "ssh failed: host unreachable or login refused"}
 ALL_COLUMNS = (*COLUMNS, *DRIVER_COLUMNS)
+
+
+def _signame(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -72,8 +80,12 @@ def failure_reason(result: PointResult, run_dir: Path) -> str | None:
         if code not in (0, None):
             if code < 0:
                 what = f"killed by signal {-code}"
+            elif code in EXIT_MEANING:
+                what = f"exit {code} ({EXIT_MEANING[code]})"
+            elif 128 < code < 128 + 65:  # the executables' exit on a signal they handled
+                what = f"exit {code} (interrupted by {_signame(code - 128)})"
             else:
-                what = f"exit {code}" + (f" ({EXIT_MEANING[code]})" if code in EXIT_MEANING else "")
+                what = f"exit {code}"
             where = "" if side.role == "main" else f"{side.role} "
             msg = last_line(run_dir / side.stderr)
             return f"{where}{what}" + (f": {msg}" if msg else "")

@@ -12,18 +12,29 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pairbench import plot, report, sweep
 from pairbench.errors import UsageError
+from pairbench.sweep import SweepOptions
 
-VERBS = ["--layer", "verbs", "--test", "write_lat,write_bw,read_lat", "--pairs", "1,2,4",
-         "--sizes", "8,128,256,4K,64K", "--iterations", "200", "--warmup", "20",
-         "--launcher", "softroce", "--timeout", "120", "--allow-oversubscribe"]
-MPI = ["--layer", "mpi", "--test", "latency,bw", "--pairs", "1,2",
-       "--sizes", "8,128,4K,64K", "--iterations", "1000", "--warmup", "100",
-       "--launcher", "mpirun", "--repetitions", "2", "--timeout", "60",
-       "--allow-oversubscribe"]
+VERBS = SweepOptions(layer="verbs", tests=("write_lat", "write_bw", "read_lat"),
+                     pairs="1,2,4", sizes="8,128,256,4K,64K", iterations=200, warmup=20,
+                     launcher="softroce", timeout_s=120.0, allow_oversubscribe=True)
+MPI = SweepOptions(layer="mpi", tests=("latency", "bw"), pairs="1,2", sizes="8,128,4K,64K",
+                   iterations=1000, warmup=100, launcher="mpirun", repetitions=2,
+                   timeout_s=60.0, allow_oversubscribe=True)
+
+
+@dataclass(frozen=True)
+class DefaultOptions:
+    """What `pairbench default` is asked to do."""
+
+    results_dir: str | None = None
+    skip_verbs: bool = False
+    skip_mpi: bool = False
+    progress: bool = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,28 +44,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
 
 
-def _sweep_ns(args: list[str]) -> argparse.Namespace:
-    sp = argparse.ArgumentParser(prog="pairbench sweep")
-    sweep.add_arguments(sp)
-    return sp.parse_args(args)
-
-
 def run_default(ns: argparse.Namespace) -> int:
-    results = getattr(ns, "results_dir", None)
-    extra = (["--results-dir", results] if results else []) + (
-        ["--no-progress"] if getattr(ns, "no_progress", False) else [])
+    """The CLI shell of `pairbench default`."""
+    return default_run(DefaultOptions(results_dir=ns.results_dir, skip_verbs=ns.skip_verbs,
+                                      skip_mpi=ns.skip_mpi, progress=not ns.no_progress))
+
+
+def default_run(opts: DefaultOptions) -> int:
     plan = []
-    if not getattr(ns, "skip_verbs", False):
+    if not opts.skip_verbs:
         plan.append(("verbs (Soft-RoCE rig)", VERBS))
-    if not getattr(ns, "skip_mpi", False):
+    if not opts.skip_mpi:
         plan.append(("MPI (mpirun, this node)", MPI))
     worst = 0
     done: list[tuple[str, Path, int]] = []
-    for label, args in plan:
-        print(f"== pairbench default: {label}: pairbench sweep {' '.join(args + extra)}",
+    for label, base in plan:
+        sweep_opts = replace(base, results_dir=opts.results_dir, progress=opts.progress)
+        print(f"== pairbench default: {label}: pairbench sweep {' '.join(sweep_opts.argv())}",
               file=sys.stderr, flush=True)
         try:
-            rc, run_dir = sweep.sweep_to_dir(_sweep_ns(args + extra))
+            rc, run_dir = sweep.sweep_to_dir(sweep_opts)
         except UsageError as exc:
             print(f"pairbench default: {label} not run: {exc}", file=sys.stderr)
             worst = max(worst, exc.exit_code)
@@ -66,7 +75,7 @@ def run_default(ns: argparse.Namespace) -> int:
         except UsageError as exc:
             print(f"pairbench default: {label}: no plots: {exc}", file=sys.stderr)
         try:
-            report.run_report(argparse.Namespace(run=str(run_dir), base=None, out=None))
+            report.write_report(run_dir)
         except UsageError as exc:
             print(f"pairbench default: {label}: no report: {exc}", file=sys.stderr)
         done.append((label, run_dir, rc))

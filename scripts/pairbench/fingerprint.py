@@ -12,11 +12,10 @@ import platform
 import re
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
-from pairbench import __version__
+from pairbench import __version__, procutil
 
 
 def _read(path: Path | str) -> str | None:
@@ -30,9 +29,8 @@ def _cmd(argv: list[str], timeout_s: float = 10.0) -> str | None:
     """stdout of a command, or None if it is not installed / fails."""
     if shutil.which(argv[0]) is None:
         return None
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    p = procutil.run_captured(argv, timeout_s)
+    if p is None:
         return None
     return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
 

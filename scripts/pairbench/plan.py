@@ -4,12 +4,13 @@ A point is one (layer, test, pairs, repetition); all message sizes go to one inv
 Each point carries the exact argument lists of the processes to start (one for
 local/mpirun/srun, two for ssh: server and client), built here and nowhere else.
 No file system, no environment, no clock: everything comes in through SweepConfig.
+A RigPlan (config + points) goes to and from plain JSON data for the Soft-RoCE rig.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from pairbench.errors import UsageError
 
@@ -203,3 +204,52 @@ def plan_sweep(cfg: SweepConfig) -> list[Point]:
             for pairs in cfg.pairs:
                 points.append(plan_point(cfg, len(points), test, pairs, rep))
     return points
+
+
+PLAN_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RigPlan:
+    """A sweep planned on the host and run inside the Soft-RoCE rig's VM: the host writes
+    it as JSON into the run directory (plan_to_json), `python -m pairbench.rigrun FILE`
+    reads it inside the VM (plan_from_json) and runs exactly these points there."""
+
+    config: SweepConfig
+    points: tuple[Point, ...]
+    meta: dict  # the run's metadata.json so far (run_id, started, config, ...), no fingerprint
+    fail_fast: bool = False
+    progress: bool = True
+    command_line: tuple[str, ...] = ()  # the user's command, for the fingerprint
+
+
+def plan_to_json(plan: RigPlan) -> dict:
+    return {"plan_version": PLAN_VERSION, "config": asdict(plan.config),
+            "points": [asdict(p) for p in plan.points], "meta": plan.meta,
+            "fail_fast": plan.fail_fast, "progress": plan.progress,
+            "command_line": list(plan.command_line)}
+
+
+def _tuples(value: object) -> object:
+    """JSON lists back to the tuples the frozen dataclasses hold."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def plan_from_json(data: dict) -> RigPlan:
+    """The plan plan_to_json wrote; UsageError when it is not one (another version)."""
+    if not isinstance(data, dict) or data.get("plan_version") != PLAN_VERSION:
+        raise UsageError(f"not a pairbench rig plan of version {PLAN_VERSION}")
+    try:
+        cfg = SweepConfig(**{k: _tuples(v) for k, v in data["config"].items()})
+        points = tuple(
+            Point(**{**{k: _tuples(v) for k, v in p.items()},
+                     "sides": tuple(Side(**{k: _tuples(v) for k, v in s.items()})
+                                    for s in p["sides"])})
+            for p in data["points"])
+        return RigPlan(config=cfg, points=points, meta=dict(data["meta"]),
+                       fail_fast=bool(data["fail_fast"]), progress=bool(data["progress"]),
+                       command_line=tuple(data["command_line"]))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"malformed pairbench rig plan: {exc}") from None

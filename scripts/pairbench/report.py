@@ -212,10 +212,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_report(ns: argparse.Namespace) -> int:
-    run = Path(ns.run)
-    text = build_report(run, Path(ns.base) if ns.base else None)
-    out = Path(ns.out) if ns.out else (run / "report.html" if run.is_dir()
-                                       else run.with_name(run.stem + "-report.html"))
-    write_output(out, text, "--out" if ns.out else "report")
-    print(f"report: {out}")
+    write_report(Path(ns.run), Path(ns.base) if ns.base else None,
+                 Path(ns.out) if ns.out else None)
     return 0
+
+
+def write_report(run: Path, base: Path | None = None, out: Path | None = None) -> Path:
+    """The report of RUN (vs BASE) into OUT (default RUN/report.html); says where."""
+    text = build_report(run, base)
+    where = out or (run / "report.html" if run.is_dir()
+                    else run.with_name(run.stem + "-report.html"))
+    write_output(where, text, "--out" if out else "report")
+    print(f"report: {where}")
+    return where

@@ -3,9 +3,7 @@ whole process group killed on timeout (mpirun and forked workers included)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -13,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pairbench.plan import Point
+from pairbench.procutil import POLL_S, kill_group
 
 KILL_GRACE_S = 3.0  # SIGTERM -> SIGKILL
 PEER_GRACE_S = 5.0  # ssh: how long the other side may run on after one side failed
-POLL_S = 0.05
 
 
 @dataclass
@@ -32,19 +30,6 @@ class PointResult:
     def ok(self) -> bool:
         return (self.launch_error is None and not self.timed_out
                 and all(c == 0 for c in self.exit_codes))
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after a grace period."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=KILL_GRACE_S)
-    # The leader may be gone while children (forked workers, mpirun ranks) linger.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
 
 def run_point(point: Point, run_dir: Path, grace_s: float = 10.0,
@@ -93,7 +78,7 @@ def run_point(point: Point, run_dir: Path, grace_s: float = 10.0,
             time.sleep(POLL_S)
     finally:
         for p in procs:
-            _kill_group(p)
+            kill_group(p, KILL_GRACE_S)
         for f in files:
             f.close()
     for i, p in enumerate(procs):

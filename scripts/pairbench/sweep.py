@@ -17,14 +17,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pairbench import fingerprint
+from pairbench import fingerprint, procutil
 from pairbench.collect import (
     Row,
     atomic_write_json,
@@ -35,8 +34,18 @@ from pairbench.collect import (
     read_rows,
     rows_to_csv,
 )
-from pairbench.errors import UsageError
-from pairbench.plan import DEFAULT_LAUNCHER_CMD, LAUNCHERS, LAYERS, Point, SweepConfig, plan_sweep
+from pairbench.errors import UsageError, one_line
+from pairbench.plan import (
+    DEFAULT_LAUNCHER_CMD,
+    LAUNCHERS,
+    LAYERS,
+    Point,
+    RigPlan,
+    SweepConfig,
+    plan_from_json,
+    plan_sweep,
+    plan_to_json,
+)
 from pairbench.progress import SweepProgress
 from pairbench.run import PointResult, run_point
 from pairbench.safeio import output_dir
@@ -70,7 +79,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", default=None, help="parent of the run directory "
                    "(default <repo>/results)")
     p.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--rig-inner", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--binary", default=None, help="executable (default build/bin/pairbench-LAYER)")
     p.add_argument("--remote-binary", default=None, help="ssh: executable path on the hosts")
     p.add_argument("--connect-addr", default=None, help="verbs with ssh/mpirun/srun: address "
@@ -93,57 +101,136 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
 
 
-def config_from_args(ns: argparse.Namespace, run_dir: Path, root: Path) -> SweepConfig:
-    tests = tuple(t.strip() for arg in ns.test for t in arg.split(",") if t.strip())
+@dataclass(frozen=True)
+class SweepOptions:
+    """What `pairbench sweep` is asked to do: its command-line options, typed. The CLI
+    shell builds one from argparse (from_namespace); `pairbench default` builds its own.
+    Lists stay as the user wrote them (sizes "1:64K", pairs "1,2"): config_from_options
+    checks them with the executables' rules."""
+
+    layer: str
+    tests: tuple[str, ...]  # test names (an element may still be "a,b" as on the CLI)
+    sizes: str = "1:64K"
+    pairs: str = "1"
+    repetitions: int = 1
+    launcher: str = "local"
+    hosts: str | None = None
+    timeout_s: float = 300.0
+    results_dir: str | None = None
+    run_dir: str | None = None
+    binary: str | None = None
+    remote_binary: str | None = None
+    connect_addr: str | None = None
+    launcher_cmd: str | None = None
+    launcher_args: tuple[str, ...] = ()
+    exe_args: tuple[str, ...] = ()
+    iterations: int | None = None
+    warmup: int | None = None
+    duration_s: float | None = None
+    pin: str | None = None
+    pin_list: str | None = None
+    allow_oversubscribe: bool = False
+    rig_timeout_s: float | None = None
+    fail_fast: bool = False
+    progress: bool = True
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> SweepOptions:
+        """The CLI shell's half: argparse's result for `sweep` (add_arguments) as options."""
+        return cls(
+            layer=ns.layer, tests=tuple(t.strip() for arg in ns.test for t in arg.split(",")
+                                        if t.strip()), sizes=ns.sizes, pairs=ns.pairs,
+            repetitions=ns.repetitions, launcher=ns.launcher, hosts=ns.hosts,
+            timeout_s=ns.timeout, results_dir=ns.results_dir, run_dir=ns.run_dir,
+            binary=ns.binary, remote_binary=ns.remote_binary, connect_addr=ns.connect_addr,
+            launcher_cmd=ns.launcher_cmd, launcher_args=tuple(ns.launcher_arg),
+            exe_args=tuple(ns.exe_arg), iterations=ns.iterations, warmup=ns.warmup,
+            duration_s=ns.duration, pin=ns.pin, pin_list=ns.pin_list,
+            allow_oversubscribe=ns.allow_oversubscribe, rig_timeout_s=ns.rig_timeout,
+            fail_fast=ns.fail_fast, progress=not ns.no_progress)
+
+    def argv(self) -> list[str]:
+        """The `pairbench sweep` arguments that ask for the same (options at their
+        default are left out), for logs."""
+        args = ["--layer", self.layer, "--test", ",".join(self.tests)]
+        for opt, val, default in (
+                ("--pairs", self.pairs, "1"), ("--sizes", self.sizes, "1:64K"),
+                ("--iterations", self.iterations, None), ("--warmup", self.warmup, None),
+                ("--duration", self.duration_s, None), ("--launcher", self.launcher, "local"),
+                ("--repetitions", self.repetitions, 1), ("--timeout", self.timeout_s, 300.0),
+                ("--hosts", self.hosts, None), ("--binary", self.binary, None),
+                ("--remote-binary", self.remote_binary, None),
+                ("--connect-addr", self.connect_addr, None),
+                ("--launcher-cmd", self.launcher_cmd, None), ("--pin", self.pin, None),
+                ("--pin-list", self.pin_list, None),
+                ("--rig-timeout", self.rig_timeout_s, None)):
+            if val is not None and val != default:
+                args += [opt, f"{val:g}" if isinstance(val, float) else str(val)]
+        if self.allow_oversubscribe:
+            args.append("--allow-oversubscribe")
+        args += [f"--launcher-arg={a}" for a in self.launcher_args]
+        args += [f"--exe-arg={a}" for a in self.exe_args]
+        if self.fail_fast:
+            args.append("--fail-fast")
+        if self.results_dir is not None:
+            args += ["--results-dir", self.results_dir]
+        if not self.progress:
+            args.append("--no-progress")
+        return args
+
+
+def config_from_options(opts: SweepOptions, run_dir: Path, root: Path) -> SweepConfig:
+    tests = tuple(t.strip() for arg in opts.tests for t in arg.split(",") if t.strip())
     if not tests:
         raise UsageError("no test given (--test NAME)")
-    hosts = tuple(h.strip() for h in ns.hosts.split(",") if h.strip()) if ns.hosts else ()
-    if ns.hosts is not None and not hosts:
+    hosts = tuple(h.strip() for h in opts.hosts.split(",") if h.strip()) if opts.hosts else ()
+    if opts.hosts is not None and not hosts:
         raise UsageError("--hosts is empty")
-    for name, val in (("--iterations", ns.iterations), ("--warmup", ns.warmup)):
+    for name, val in (("--iterations", opts.iterations), ("--warmup", opts.warmup)):
         if val is not None and val < 0:
             raise UsageError(f"{name} must be >= 0")
-    check_numbers(ns)
-    if ns.pin_list is not None and ns.pin != "list":
+    check_numbers(opts)
+    if opts.pin_list is not None and opts.pin != "list":
         raise UsageError("--pin-list is used only with --pin list (add --pin list)")
     try:  # the executables' rule and range (pairbench.sizes)
-        sizes = tuple(parse_sizes(ns.sizes))
+        sizes = tuple(parse_sizes(opts.sizes))
     except UsageError as exc:
         raise UsageError(f"--sizes: {exc}") from None
-    pairs = tuple(parse_int_list(ns.pairs, "pairs"))
+    pairs = tuple(parse_int_list(opts.pairs, "pairs"))
     if pairs[-1] > MAX_PAIRS:
         raise UsageError(f"--pairs {pairs[-1]}: at most {MAX_PAIRS} pairs (the executables' "
                          "limit, PB_MAX_PAIRS)")
-    binary = ns.binary or str(root / "build" / "bin" / f"pairbench-{ns.layer}")
+    binary = opts.binary or str(root / "build" / "bin" / f"pairbench-{opts.layer}")
     return SweepConfig(
-        layer=ns.layer, tests=tests, sizes=sizes,
+        layer=opts.layer, tests=tests, sizes=sizes,
         pairs=pairs, binary=str(Path(binary).absolute()),
-        run_dir=str(run_dir), repetitions=ns.repetitions, launcher=ns.launcher, hosts=hosts,
-        timeout_s=ns.timeout, iterations=ns.iterations, warmup=ns.warmup,
-        duration_s=ns.duration, pin=ns.pin, pin_list=ns.pin_list,
-        allow_oversubscribe=ns.allow_oversubscribe, exe_args=tuple(ns.exe_arg),
-        launcher_cmd=ns.launcher_cmd, launcher_args=tuple(ns.launcher_arg),
-        remote_binary=ns.remote_binary, as_root=(os.geteuid() == 0),
-        connect_addr=ns.connect_addr)
+        run_dir=str(run_dir), repetitions=opts.repetitions, launcher=opts.launcher,
+        hosts=hosts, timeout_s=opts.timeout_s, iterations=opts.iterations,
+        warmup=opts.warmup, duration_s=opts.duration_s, pin=opts.pin, pin_list=opts.pin_list,
+        allow_oversubscribe=opts.allow_oversubscribe, exe_args=opts.exe_args,
+        launcher_cmd=opts.launcher_cmd, launcher_args=opts.launcher_args,
+        remote_binary=opts.remote_binary, as_root=(os.geteuid() == 0),
+        connect_addr=opts.connect_addr)
 
 
 MAX_PAIRS = 256  # PB_MAX_PAIRS in core/pb_common.h
 MAX_TIMEOUT_S = 86400.0  # the executables' --timeout range is 0.1..86400 s
 
 
-def check_numbers(ns: argparse.Namespace) -> None:
+def check_numbers(opts: SweepOptions) -> None:
     """Numbers that argparse lets through but that would disable a deadline or start an
     absurd job: nan, inf, zero or negative timeouts and counts."""
-    if not (math.isfinite(ns.timeout) and 0.1 <= ns.timeout <= MAX_TIMEOUT_S):
-        raise UsageError(f"--timeout {ns.timeout:g}: expected seconds in 0.1..{MAX_TIMEOUT_S:g} "
+    timeout, duration, rig_timeout = opts.timeout_s, opts.duration_s, opts.rig_timeout_s
+    if not (math.isfinite(timeout) and 0.1 <= timeout <= MAX_TIMEOUT_S):
+        raise UsageError(f"--timeout {timeout:g}: expected seconds in 0.1..{MAX_TIMEOUT_S:g} "
                          "(the deadline of every point)")
-    if ns.repetitions < 1:
-        raise UsageError(f"--repetitions {ns.repetitions}: expected >= 1")
-    if ns.duration is not None and not (math.isfinite(ns.duration) and 0 <= ns.duration
-                                        <= MAX_TIMEOUT_S):
-        raise UsageError(f"--duration {ns.duration:g}: expected seconds in 0..{MAX_TIMEOUT_S:g}")
-    if ns.rig_timeout is not None and not (math.isfinite(ns.rig_timeout) and ns.rig_timeout > 0):
-        raise UsageError(f"--rig-timeout {ns.rig_timeout:g}: expected a finite number > 0")
+    if opts.repetitions < 1:
+        raise UsageError(f"--repetitions {opts.repetitions}: expected >= 1")
+    if duration is not None and not (math.isfinite(duration) and 0 <= duration
+                                     <= MAX_TIMEOUT_S):
+        raise UsageError(f"--duration {duration:g}: expected seconds in 0..{MAX_TIMEOUT_S:g}")
+    if rig_timeout is not None and not (math.isfinite(rig_timeout) and rig_timeout > 0):
+        raise UsageError(f"--rig-timeout {rig_timeout:g}: expected a finite number > 0")
 
 
 def new_run_dir(results_dir: Path) -> Path:
@@ -205,15 +292,17 @@ def point_record(res: PointResult, run_dir: Path, reason: str | None) -> dict:
             "env_record": env_record}
 
 
-PINNING_KEYS = ("pinning", "placement", "workers", "ranks")  # fake; both binaries; older records
+PLACEMENT_KEY = "placement"  # the --env-json record's per-process placement (both layers)
+LEGACY_PLACEMENT_KEYS = {"verbs": "workers", "mpi": "ranks"}  # records made before it
 
 
-def pinning_of(env_record: object) -> list | None:
-    """Per-process placement from an --env-json record (None = not recorded)."""
+def placement_of(env_record: object, layer: str) -> list | None:
+    """Per-process placement from an --env-json record of `layer` (None = not recorded):
+    "placement", or in a record made before that key existed the layer's own key."""
     if not isinstance(env_record, dict):
         return None
-    for key in PINNING_KEYS:
-        if isinstance(env_record.get(key), list):
+    for key in (PLACEMENT_KEY, LEGACY_PLACEMENT_KEYS.get(layer)):
+        if key is not None and isinstance(env_record.get(key), list):
             return env_record[key]
     return None
 
@@ -221,7 +310,7 @@ def pinning_of(env_record: object) -> list | None:
 class StopSignals:
     """SIGINT/SIGTERM/SIGHUP to the sweep (Ctrl-C, `kill PID`, timeout(1), a scheduler, a
     closed terminal): the first one is recorded and nothing else happens in the handler; the
-    running point's wait loop sees it within run.POLL_S and kills the point's process group
+    running point's wait loop sees it within procutil.POLL_S and kills the point's process group
     (its processes live in their own session and never see the signal). Raising from the
     handler instead could land inside subprocess's own locking and deadlock the clean-up.
     Further signals are ignored until the sweep has written its record and exits."""
@@ -300,8 +389,8 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
             prog.finished(label, "ok" if reason is None else f"error: {reason}", res.elapsed_s)
             if reason is not None and fail_fast:
                 stop_reason = f"not run: --fail-fast after {p.name} failed ({reason})"
-    meta["pinning"] = {r["name"]: pinning_of(r.get("env_record")) for r in meta["points"]
-                       if "env_record" in r}
+    meta["pinning"] = {r["name"]: placement_of(r.get("env_record"), cfg.layer)
+                       for r in meta["points"] if "env_record" in r}
     return data
 
 
@@ -340,93 +429,110 @@ def finish(run_dir: Path, data: list[Row], meta: dict) -> int:
     return 0 if n_err == 0 else 1
 
 
-def prepare_run_dir(ns: argparse.Namespace, root: Path) -> Path:
-    if ns.run_dir:
-        d = output_dir(Path(ns.run_dir).absolute(), "--run-dir")
+def prepare_run_dir(opts: SweepOptions, root: Path) -> Path:
+    if opts.run_dir:
+        d = output_dir(Path(opts.run_dir).absolute(), "--run-dir")
         if (d / "data.csv").exists():
             raise UsageError(f"{d} already holds data.csv; runs are never overwritten")
         return d
-    results = Path(ns.results_dir).absolute() if ns.results_dir else root / "results"
+    results = Path(opts.results_dir).absolute() if opts.results_dir else root / "results"
     return new_run_dir(results)
 
 
 def run_sweep(ns: argparse.Namespace) -> int:
-    return sweep_to_dir(ns)[0]
+    """The CLI shell of `pairbench sweep`."""
+    return sweep_to_dir(SweepOptions.from_namespace(ns))[0]
 
 
-def sweep_to_dir(ns: argparse.Namespace) -> tuple[int, Path]:
+def test_table(binary: str) -> dict | None:
+    """The binary's test table (`--list-tests --format json`) for metadata.json's "tests"
+    (issue 12, contract 2); None, with a note, when the binary cannot give it."""
+    # TODO(lead, issue 12): pairbench.testtable comes with the test-table branch; once it is
+    # merged, import it at the top and drop this ImportError guard.
+    try:
+        from pairbench import testtable  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    if not Path(binary).is_file():
+        return None  # ssh: the executable lives on the remote hosts
+    try:
+        return testtable.from_binary(binary).to_json()
+    except ValueError as exc:  # testtable.TableError: no table, or not the contract's
+        print(f"sweep: note: no test table in metadata.json: {one_line(str(exc))}",
+              file=sys.stderr)
+        return None
+
+
+def sweep_to_dir(opts: SweepOptions) -> tuple[int, Path]:
     """Run a sweep; return (exit code, run directory)."""
     root = repo_root()
     # Validate everything that can be validated before creating any directory.
-    probe = config_from_args(ns, Path("/nonexistent-run-dir"), root)
+    probe = config_from_options(opts, Path("/nonexistent-run-dir"), root)
     points_probe = plan_sweep(probe)
-    if probe.launcher == "softroce" and not ns.rig_inner:
-        rig = Path(ns.launcher_cmd or root / "scripts" / "softroce-run")
+    if probe.launcher == "softroce":
+        rig = Path(opts.launcher_cmd or root / "scripts" / "softroce-run")
         if not rig.is_file():
             raise UsageError(f"Soft-RoCE rig {rig} not found (--launcher softroce)")
         if not Path(probe.binary).is_file():
             raise UsageError(f"executable {probe.binary} not found (build it, or pass --binary)")
     else:
         check_launch(probe)
-    run_dir = prepare_run_dir(ns, root)
-    cfg = config_from_args(ns, run_dir, root)
+    run_dir = prepare_run_dir(opts, root)
+    cfg = config_from_options(opts, run_dir, root)
     points = plan_sweep(cfg)
     assert len(points) == len(points_probe)
     run_id = run_dir.name
     meta = {"run_id": run_id, "kind": "pairbench sweep", "status": "running",
-            "started": now_iso(), "config": asdict(cfg),
-            "fingerprint": fingerprint.gather(root)}
+            "started": now_iso(), "config": asdict(cfg)}
+    tests = test_table(cfg.binary)
+    if tests is not None:
+        meta["tests"] = tests
+    plan_meta = dict(meta)  # what the rig's inner run starts from (its own fingerprint)
+    meta["fingerprint"] = fingerprint.gather(root)
     atomic_write_json(run_dir / "metadata.json", meta)
     with StopSignals() as signals:
-        if cfg.launcher == "softroce" and not ns.rig_inner:
-            return run_softroce(ns, cfg, points, run_dir, meta, root, signals), run_dir
-        data = execute(cfg, points, run_dir, run_id, meta, ns.fail_fast, not ns.no_progress,
+        if cfg.launcher == "softroce":
+            plan = RigPlan(config=cfg, points=tuple(points), meta=plan_meta,
+                           fail_fast=opts.fail_fast, progress=opts.progress,
+                           command_line=tuple(sys.argv))
+            return run_softroce(plan, opts, run_dir, meta, root, signals), run_dir
+        data = execute(cfg, points, run_dir, run_id, meta, opts.fail_fast, opts.progress,
                        signals)
         return finish(run_dir, data, meta), run_dir
 
 
-def inner_args(ns: argparse.Namespace, cfg: SweepConfig) -> list[str]:
-    """The same sweep for `--launcher local`, run inside the rig, into the same directory."""
-    args = ["sweep", "--layer", cfg.layer, "--test", ",".join(cfg.tests),
-            "--sizes", ",".join(str(s) for s in cfg.sizes),
-            "--pairs", ",".join(str(p) for p in cfg.pairs),
-            "--repetitions", str(cfg.repetitions), "--timeout", f"{cfg.timeout_s:g}",
-            "--launcher", "softroce", "--binary", cfg.binary, "--run-dir", cfg.run_dir,
-            "--rig-inner"]
-    for opt, val in (("--iterations", cfg.iterations), ("--warmup", cfg.warmup),
-                     ("--duration", cfg.duration_s), ("--pin", cfg.pin),
-                     ("--pin-list", cfg.pin_list)):
-        if val is not None:
-            args += [opt, str(val)]
-    if cfg.allow_oversubscribe:
-        args.append("--allow-oversubscribe")
-    args += [f"--exe-arg={a}" for a in cfg.exe_args]
-    if ns.fail_fast:
-        args.append("--fail-fast")
-    return args
+RIG_PLAN = "raw/rig-plan.json"  # in the run directory: the plan the rig runs
+
+
+def run_rig_plan(plan_file: Path) -> int:
+    """Inside the Soft-RoCE rig: run the points of the plan the host wrote, locally, into
+    the plan's run directory (data.csv and metadata.json, as any sweep)."""
+    try:
+        data = json.loads(plan_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{plan_file}: cannot read the rig plan: {exc}") from None
+    plan = plan_from_json(data)
+    cfg = plan.config
+    run_dir = Path(cfg.run_dir)
+    if (run_dir / "data.csv").exists():
+        raise UsageError(f"{run_dir} already holds data.csv; runs are never overwritten")
+    check_launch(cfg)
+    meta = dict(plan.meta)
+    meta["fingerprint"] = fingerprint.gather(repo_root(), list(plan.command_line))
+    with StopSignals() as signals:
+        rows = execute(cfg, list(plan.points), run_dir, meta["run_id"], meta, plan.fail_fast,
+                       plan.progress, signals)
+        return finish(run_dir, rows, meta)
 
 
 def softroce_argv(rig: str, rig_timeout_s: float, python: str, scripts_dir: str,
-                  sweep_args: list[str], rwdir: str | None = None) -> list[str]:
+                  plan_file: str, rwdir: str | None = None) -> list[str]:
     """scripts/softroce-run --timeout S [--rwdir D] -- env PYTHONPATH=scripts python -m
-    pairbench ARGS. The rig persists writes under the repo root; a run directory elsewhere
-    is passed with --rwdir."""
+    pairbench.rigrun PLAN. The rig persists writes under the repo root; a run directory
+    elsewhere is passed with --rwdir."""
     opts = ["--timeout", f"{rig_timeout_s:g}"] + (["--rwdir", rwdir] if rwdir else [])
-    return [rig, *opts, "--", "env", f"PYTHONPATH={scripts_dir}", python, "-m", "pairbench",
-            *sweep_args]
-
-
-def _tee(stream, sink_path: Path) -> threading.Thread:
-    def pump() -> None:
-        with open(sink_path, "wb") as sink:
-            for line in iter(stream.readline, b""):
-                sink.write(line)
-                sink.flush()
-                sys.stderr.buffer.write(line)
-                sys.stderr.flush()
-    t = threading.Thread(target=pump, daemon=True)
-    t.start()
-    return t
+    return [rig, *opts, "--", "env", f"PYTHONPATH={scripts_dir}", python, "-m",
+            "pairbench.rigrun", plan_file]
 
 
 def rig_reason(stderr: Path) -> str:
@@ -440,15 +546,22 @@ def rig_reason(stderr: Path) -> str:
     return (errors or lines or [""])[-1][:300]
 
 
-def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], run_dir: Path,
-                 meta: dict, root: Path, signals: StopSignals | None = None) -> int:
-    """Boot the rig once and run the whole sweep inside it with the local launcher."""
-    rig = str(Path(ns.launcher_cmd or root / "scripts" / "softroce-run").absolute())
-    budget = ns.rig_timeout or (len(points) * (cfg.timeout_s + 15) + 600)
+RIG_KILL_GRACE_S = 3.0  # the rig: SIGTERM, then SIGKILL of its process group
+
+
+def run_softroce(plan: RigPlan, opts: SweepOptions, run_dir: Path, meta: dict, root: Path,
+                 signals: StopSignals | None = None) -> int:
+    """Boot the rig once and run the plan's points inside it with the local launcher; then
+    add the rig's own record (and error rows for points it never ran) to what ran."""
+    cfg, points = plan.config, plan.points
+    rig = str(Path(opts.launcher_cmd or root / "scripts" / "softroce-run").absolute())
+    budget = opts.rig_timeout_s or (len(points) * (cfg.timeout_s + 15) + 600)
     rwdir = None if run_dir.resolve().is_relative_to(root) else str(run_dir)
-    argv = softroce_argv(rig, budget, sys.executable, str(Path(__file__).resolve().parents[1]),
-                         inner_args(ns, cfg), rwdir)
     (run_dir / "raw").mkdir(exist_ok=True)
+    plan_file = run_dir / RIG_PLAN
+    atomic_write_json(plan_file, plan_to_json(plan))
+    argv = softroce_argv(rig, budget, sys.executable, str(Path(__file__).resolve().parents[1]),
+                         str(plan_file), rwdir)
     outer_fp = meta["fingerprint"]
     print(f"sweep: starting the Soft-RoCE rig for {len(points)} points (one VM boot)",
           file=sys.stderr, flush=True)
@@ -457,37 +570,41 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
     rig_error: str | None = None
     signals = signals or StopSignals()
     stopped: dict | None = None
-    with open(run_dir / "raw" / "rig.stdout", "wb") as out:
+    with open(run_dir / "raw" / "rig.stdout", "wb") as out, \
+            open(run_dir / "raw" / "rig.stderr", "wb") as err_file:
         try:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             rig_error = f"cannot start the Soft-RoCE rig {rig}: {exc.strerror}"
         else:
-            tee = _tee(proc.stderr, run_dir / "raw" / "rig.stderr")
-            from pairbench.run import POLL_S, _kill_group
+            def tee(line: bytes) -> None:  # the rig's stderr to raw/rig.stderr and ours
+                err_file.write(line)
+                err_file.flush()
+                sys.stderr.buffer.write(line)
+                sys.stderr.flush()
 
-            end = time.monotonic() + budget + 120
-            while proc.poll() is None and time.monotonic() < end and not signals.stopped():
-                time.sleep(POLL_S)
-            if signals.stopped():
-                _kill_group(proc)  # the rig's process group: the VM and the inner sweep
+            copier = procutil.start_copy(proc.stderr, tee, by_line=True)
+            state = procutil.wait(proc, time.monotonic() + budget + 120, signals.stopped)
+            if state == "stopped":
+                procutil.kill_group(proc, RIG_KILL_GRACE_S)  # the VM and the sweep inside
                 rig_error = f"interrupted by {signals.name} (Soft-RoCE rig killed)"
                 stopped = {"signal": signals.name, "point": "the Soft-RoCE rig",
                            "at": now_iso()}
-            elif proc.poll() is None:
-                _kill_group(proc)
+            elif state == "deadline":
+                procutil.kill_group(proc, RIG_KILL_GRACE_S)
                 rig_error = f"Soft-RoCE rig timed out after {budget + 120:g} s (killed)"
             else:
                 rig_exit = proc.returncode
-            tee.join(timeout=5)
-    # The inner sweep wrote data.csv and metadata.json into run_dir (persisted by the rig).
-    inner_meta: dict = {}
+            copier.join(timeout=5)
+    # The plan ran inside the rig: its data.csv and metadata.json are in run_dir
+    # (persisted by the rig); what never ran becomes error rows here.
+    ran: dict = {}
     if (run_dir / "metadata.json").is_file():
         try:
-            inner_meta = json.loads((run_dir / "metadata.json").read_text())
+            ran = json.loads((run_dir / "metadata.json").read_text())
         except ValueError:
-            inner_meta = {}
+            ran = {}
     data = read_rows(run_dir / "data.csv")
     have = {(r.get("test"), r.get("pairs"), r.get("repetition")) for r in data}
     meaning = {124: " (deadline reached)", 125: " (rig failure)", 77: " (cannot run here)"}
@@ -496,11 +613,10 @@ def run_softroce(ns: argparse.Namespace, cfg: SweepConfig, points: list[Point], 
     for p in points:
         if (p.test, str(p.pairs), str(p.repetition)) not in have:
             data += error_rows(p, list(p.sizes), why, run_dir.name)
-    meta = inner_meta if inner_meta.get("points") is not None else meta
+    meta = ran if ran.get("points") is not None else meta
     if stopped:
         meta["interrupted"] = stopped
-    meta["config"] = asdict(cfg)
-    meta["rig"] = {"argv": argv, "exit_code": rig_exit, "error": rig_error,
+    meta["rig"] = {"argv": argv, "plan": RIG_PLAN, "exit_code": rig_exit, "error": rig_error,
                    "elapsed_s": round(time.monotonic() - start, 1),
                    "host_fingerprint": outer_fp}
     return finish(run_dir, data, meta)

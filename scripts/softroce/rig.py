@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import os
 import resource
@@ -23,152 +22,31 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rdmasys
-from vmcpu import guest_cpu
+import twonode
+from vm import (
+    EXIT_CANNOT,
+    EXIT_RIG,
+    EXIT_TIMEOUT,
+    RigError,
+    command_env,
+    ensure_vm_deps,
+    find_kernel,
+    find_vng,
+    guest_cpu,
+    kill,
+    log,
+    procutil,
+    read_status,
+    repo_root,
+    vng_argv,
+)
 
-EXIT_TIMEOUT = 124  # the deadline was reached while COMMAND was running
-EXIT_RIG = 125  # the rig failed (usage, install, boot, module, device): COMMAND did not run
-EXIT_CANNOT = 77  # --check only: the rig cannot run on this machine
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-APT_FILE = os.path.join(os.path.dirname(HERE), "deps", "softroce.apt")
 MODES = ("auto", "hardware", "local-rxe", "vm")
 RXE_CIDR = "10.99.0.1/24"
-
-
-class RigError(Exception):
-    """The rig failed before or around COMMAND; message names the step."""
-
-
-def log(msg: str) -> None:
-    print(f"softroce-run: {msg}", file=sys.stderr, flush=True)
-
-
-def repo_root() -> str:
-    """Git top-level of this script's checkout (falls back to scripts/..)."""
-    fallback = os.path.dirname(os.path.dirname(HERE))
-    try:
-        res = subprocess.run(["git", "-C", HERE, "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=10)
-        if res.returncode == 0 and res.stdout.strip():
-            return res.stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return fallback
-
-
-def command_env(root: str) -> dict[str, str]:
-    """The caller's environment, with the repo's .venv/bin first on PATH."""
-    env = dict(os.environ)
-    venv_bin = os.path.join(root, ".venv", "bin")
-    path = env.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-    if os.path.isdir(venv_bin) and venv_bin not in path.split(":"):
-        path = venv_bin + ":" + path
-    # Guests and plain users often lack sbin; ibv tools live in /usr/bin anyway.
-    for extra in ("/usr/sbin", "/sbin"):
-        if extra not in path.split(":"):
-            path += ":" + extra
-    env["PATH"] = path
-    return env
-
-
-# --------------------------------------------------------------------------- deps
-
-def apt_packages() -> list[str]:
-    with open(APT_FILE, encoding="utf-8") as f:
-        return [ln.split("#", 1)[0].strip() for ln in f if ln.split("#", 1)[0].strip()]
-
-
-def find_kernel(explicit: str | None) -> tuple[str, str] | None:
-    """(vmlinuz path, version) of a kernel whose modules include rdma_rxe."""
-    cands = [explicit] if explicit else sorted(glob.glob("/boot/vmlinuz-*"), reverse=True)
-    for path in cands:
-        ver = os.path.basename(path).removeprefix("vmlinuz-")
-        mods = glob.glob(f"/lib/modules/{ver}/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko*")
-        if os.path.isfile(path) and mods:
-            return path, ver
-    return None
-
-
-def find_vng(root: str) -> str | None:
-    venv = os.path.join(root, ".venv", "bin", "vng")
-    if os.access(venv, os.X_OK):
-        return venv
-    return shutil.which("vng")
-
-
-def missing_vm_deps(root: str, kernel: str | None) -> list[str]:
-    missing = []
-    if not shutil.which("qemu-system-x86_64"):
-        missing.append("qemu-system-x86_64 (apt qemu-system-x86)")
-    if not find_kernel(kernel):
-        missing.append("a /boot/vmlinuz-* with rdma_rxe.ko (apt linux-image-amd64)")
-    if not shutil.which("busybox"):
-        missing.append("busybox (apt busybox-static, used by virtme-ng)")
-    if not find_vng(root):
-        missing.append("vng (pip virtme-ng)")
-    return missing
-
-
-def can_install() -> list[str] | None:
-    """Command prefix that gives root for apt-get, or None."""
-    if os.geteuid() == 0:
-        return []
-    if shutil.which("sudo"):
-        res = subprocess.run(["sudo", "-n", "true"], capture_output=True, timeout=10,
-                             stdin=subprocess.DEVNULL)
-        if res.returncode == 0:
-            return ["sudo", "-n"]
-    return None
-
-
-def run_logged(argv: list[str], timeout_s: float, env: dict | None = None) -> None:
-    """Run an install step with its output on our stderr (never on stdout)."""
-    log("running: " + shlex.join(argv))
-    try:
-        res = subprocess.run(argv, stdout=sys.stderr, stderr=sys.stderr, timeout=timeout_s,
-                             stdin=subprocess.DEVNULL, env=env)
-    except subprocess.TimeoutExpired:
-        raise RigError(f"install: '{shlex.join(argv)}' did not finish "
-                       f"within {timeout_s:.0f} s") from None
-    except OSError as e:
-        raise RigError(f"install: cannot run {argv[0]}: {e.strerror}") from e
-    if res.returncode != 0:
-        raise RigError(f"install: '{shlex.join(argv)}' exited {res.returncode}")
-
-
-def ensure_vm_deps(root: str, kernel: str | None, allow_install: bool) -> None:
-    missing = missing_vm_deps(root, kernel)
-    if not missing:
-        return
-    log("missing for vm mode: " + "; ".join(missing))
-    if not allow_install:
-        raise RigError("dependencies missing and --no-install given: " + "; ".join(missing))
-    apt_missing = [m for m in missing if not m.startswith("vng")]
-    if apt_missing:
-        prefix = can_install()
-        if prefix is None:
-            raise RigError("install: need root (or passwordless sudo) for apt-get; run "
-                           "scripts/install-deps as root, or install: " + " ".join(apt_packages()))
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        log("installing Debian packages from scripts/deps/softroce.apt")
-        run_logged([*prefix, "apt-get", "update", "-q"], 900, env)
-        run_logged([*prefix, "apt-get", "install", "-y", "-q", "--no-install-recommends",
-                    *apt_packages()], 1800, env)
-    if not find_vng(root):
-        venv = os.path.join(root, ".venv")
-        if not os.path.isdir(venv):
-            log(f"creating Python venv {venv}")
-            run_logged([sys.executable, "-m", "venv", venv], 600)
-        log("installing virtme-ng into the venv")
-        run_logged([os.path.join(venv, "bin", "pip"), "install", "-q", "virtme-ng"], 1800)
-    still = missing_vm_deps(root, kernel)
-    if still:
-        raise RigError("install: still missing after installing: " + "; ".join(still))
 
 
 # --------------------------------------------------------------------------- modes
@@ -194,16 +72,6 @@ def supervise(proc: subprocess.Popen, deadline: float, tick=None) -> int:
     the value tick() returns when that is not None.  In the last two cases, and
     on SIGINT/SIGTERM/SIGHUP, the whole process group is stopped first.
     """
-    def kill_group() -> None:
-        for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, None)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, sig)
-            try:
-                proc.wait(timeout=wait_s)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
     def on_signal(signum, _frame):
         raise KeyboardInterrupt
 
@@ -213,15 +81,14 @@ def supervise(proc: subprocess.Popen, deadline: float, tick=None) -> int:
         while True:
             verdict = tick() if tick else None
             if proc.poll() is not None:
-                rc = proc.returncode
-                return 128 + (-rc) if rc < 0 else rc
+                return procutil.exit_status(proc.returncode)
             if verdict is not None or time.monotonic() >= deadline:
-                kill_group()
+                kill(proc)
                 return -1 if verdict is None else verdict
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.01, min(0.5, deadline - time.monotonic())))
     except KeyboardInterrupt:
-        kill_group()
+        kill(proc)
         raise RigError("interrupted; stopped the command") from None
     finally:
         for s, h in old.items():
@@ -287,31 +154,6 @@ def mode_local_rxe(args, deadline: float, root: str) -> int:
                 log(f"clean-up: {err}")
 
 
-def read_status(ctrl: str) -> list[str]:
-    try:
-        with open(os.path.join(ctrl, "status"), encoding="utf-8") as f:
-            return [ln.rstrip("\n") for ln in f]
-    except OSError:
-        return []
-
-
-def vng_argv(args, root: str, ctrl: str, kernel: str) -> list[str]:
-    guest = os.path.join(HERE, "guest.py")
-    argv = [find_vng(root) or "vng", "--run", kernel, "--memory", args.memory,
-            "--cpus", str(args.cpus), "--rwdir", root, "--rwdir", ctrl,
-            "--exec", shlex.join([sys.executable, guest, ctrl])]
-    for d in args.rwdir:
-        argv += ["--rwdir", os.path.abspath(d)]
-    if not args.kvm:
-        argv.insert(1, "--disable-kvm")
-    cpu = guest_cpu(args)
-    if cpu:
-        argv[1:1] = ["--qemu-opts=-cpu " + cpu]
-    if args.guest_append:
-        argv[1:1] = ["--append", args.guest_append]
-    return argv
-
-
 def mode_vm(args, deadline: float, root: str) -> int:
     ensure_vm_deps(root, args.kernel, not args.no_install)
     kernel, ver = find_kernel(args.kernel)
@@ -363,10 +205,8 @@ def run_vm(argv: list[str], ctrl: str, deadline: float, args) -> tuple[int, floa
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except OSError as e:
         raise RigError(f"start VM: cannot run {argv[0]}: {e.strerror}") from e
-    pumps = [threading.Thread(target=pump, args=(src, dst), daemon=True)
+    pumps = [procutil.start_copy(src, procutil.fd_writer(dst))
              for src, dst in ((proc.stdout, 1), (proc.stderr, 2))]
-    for t in pumps:
-        t.start()
 
     t0 = time.monotonic()
     setup_s: float | None = None
@@ -384,24 +224,6 @@ def run_vm(argv: list[str], ctrl: str, deadline: float, args) -> tuple[int, floa
     for t in pumps:
         t.join(timeout=10)
     return rc, setup_s
-
-
-def pump(src, dst_fd: int) -> None:
-    """Copy a pipe to a file descriptor until EOF, as it arrives."""
-    fd = src.fileno()
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            return
-        if not chunk:
-            return
-        while chunk:
-            try:
-                n = os.write(dst_fd, chunk)
-            except BrokenPipeError:
-                n = len(chunk)  # caller stopped reading: drain and drop
-            chunk = chunk[n:]
 
 
 def vm_result(rc: int, status: list[str], args) -> int:
@@ -542,7 +364,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             return check(args, root)
         if args.nodes == 2:
-            import twonode
             return twonode.run(args, deadline, root)
         mode = choose_mode(args.mode)
         if args.mode == "auto":

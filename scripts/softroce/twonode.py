@@ -11,7 +11,6 @@ two rxe devices in one network namespace do not reach each other.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
@@ -23,8 +22,8 @@ import tempfile
 import threading
 import time
 
-import rig
-from rig import RigError, log
+import vm
+from vm import RigError, log, procutil
 
 GRACE_S = 15.0  # how long the other node may still run after one node's command failed
 
@@ -42,31 +41,6 @@ def free_udp_ports(n: int) -> list[int]:
             s.close()
 
 
-def pump_lines(src, dst_fd: int, prefix: bytes, lock: threading.Lock) -> None:
-    """Copy a pipe to a descriptor line by line (whole lines, prefixed), until EOF."""
-    buf = b""
-    fd = src.fileno()
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            chunk = b""
-        buf += chunk
-        lines = buf.split(b"\n")
-        buf = lines.pop() if chunk else b""
-        if not chunk and lines and lines[-1] == b"":
-            lines.pop()  # EOF right after a newline
-        out = b"".join(prefix + ln + b"\n" for ln in lines)
-        with lock:
-            while out:
-                try:
-                    out = out[os.write(dst_fd, out):]
-                except BrokenPipeError:
-                    out = b""
-        if not chunk:
-            return
-
-
 class Node:
     def __init__(self, index: int, ctrl: str, argv: list[str]) -> None:
         self.index = index
@@ -77,23 +51,14 @@ class Node:
         self.setup_s: float | None = None
 
     def status(self) -> list[str]:
-        return rig.read_status(self.ctrl)
+        return vm.read_status(self.ctrl)
 
     def field(self, prefix: str) -> str | None:
         return next((s.removeprefix(prefix) for s in self.status() if s.startswith(prefix)),
                     None)
 
     def kill(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, None)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
-            try:
-                self.proc.wait(timeout=wait_s)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        vm.kill(self.proc)
 
 
 def start(nodes: list[Node], out_lock: threading.Lock, err_lock: threading.Lock) -> None:
@@ -109,14 +74,10 @@ def start(nodes: list[Node], out_lock: threading.Lock, err_lock: threading.Lock)
                            f"{e.strerror}") from e
         # stdout lines unprefixed (data), stderr lines tagged with the node.
         node.pumps = [
-            threading.Thread(target=pump_lines, daemon=True,
-                             args=(node.proc.stdout, 1, b"", out_lock)),
-            threading.Thread(target=pump_lines, daemon=True,
-                             args=(node.proc.stderr, 2, f"[node{node.index}] ".encode(),
-                                   err_lock)),
+            procutil.start_copy(node.proc.stdout, procutil.fd_writer(1, out_lock), by_line=True),
+            procutil.start_copy(node.proc.stderr, procutil.fd_writer(2, err_lock), by_line=True,
+                                prefix=f"[node{node.index}] ".encode()),
         ]
-        for t in node.pumps:
-            t.start()
 
 
 def supervise(nodes: list[Node], deadline: float, boot_deadline: float) -> str:
@@ -186,7 +147,7 @@ def result(nodes: list[Node], verdict: str, args) -> int:
                            "before both nodes were set up")
         log(f"deadline of {args.timeout:.0f} s reached while the command was running; "
             "stopped both VMs")
-        return rig.EXIT_TIMEOUT
+        return vm.EXIT_TIMEOUT
     for node in nodes:
         if node.field("setup-ok ") is None:
             raise RigError(f"node {node.index}: VM stopped (vng exit "
@@ -204,8 +165,8 @@ def result(nodes: list[Node], verdict: str, args) -> int:
 
 
 def run(args, deadline: float, root: str) -> int:
-    rig.ensure_vm_deps(root, args.kernel, not args.no_install)
-    kernel, ver = rig.find_kernel(args.kernel)
+    vm.ensure_vm_deps(root, args.kernel, not args.no_install)
+    kernel, ver = vm.find_kernel(args.kernel)
     ports = free_udp_ports(2)
     ips = ["10.99.0.1", "10.99.0.2"]
     macs = ["52:54:00:99:00:01", "52:54:00:99:00:02"]
@@ -215,8 +176,8 @@ def run(args, deadline: float, root: str) -> int:
         for i in range(2):
             link = {"node": i, "ip": ips[i], "peer_ip": ips[1 - i], "mac": macs[i],
                     "netem": args.netem or "", "rendezvous_timeout_s": args.boot_timeout}
-            env = rig.command_env(root)
-            env["PB_RIG_GUEST_CPU"] = rig.guest_cpu(args) or "default"
+            env = vm.command_env(root)
+            env["PB_RIG_GUEST_CPU"] = vm.guest_cpu(args) or "default"
             request = {"argv": args.command, "cwd": os.getcwd(),
                        "env": env, "setup_timeout_s": args.setup_timeout,
                        "rxe": "rxe0", "netdev": "", "cidr": ips[i] + "/24",
@@ -227,7 +188,7 @@ def run(args, deadline: float, root: str) -> int:
             qemu = (f"-netdev socket,id=pblink,udp=127.0.0.1:{ports[1 - i]},"
                     f"localaddr=127.0.0.1:{ports[i]} "
                     f"-device virtio-net-pci,netdev=pblink,mac={macs[i]}")
-            argv = rig.vng_argv(args, root, ctrls[i], kernel)
+            argv = vm.vng_argv(args, root, ctrls[i], kernel)
             argv[1:1] = ["--name", f"pbnode{i}", "--qemu-opts=" + qemu]
             nodes.append(Node(i, ctrls[i], argv))
         log(f"mode vm, 2 nodes: booting kernel {ver} twice ({args.memory}, {args.cpus} cpus "

@@ -212,7 +212,10 @@ def main() -> int:
                     if c.startswith(("lat_us", "bw_", "msg_rate", "link_pct")):
                         r[c] = ""
     if a.env_json:
-        env = {"host": host, "layer": layer, "test": a.test, "pinning": [
+        # "placement" as both binaries write it (issue 12, contract 3); FAKE_PB_ENV_KEY
+        # gives a record of before (verbs "workers", MPI "ranks").
+        key = os.environ.get("FAKE_PB_ENV_KEY", "placement")
+        env = {"host": host, "layer": layer, "test": a.test, key: [
             {"pair": i, "server_cpu": 2 * i, "client_cpu": 2 * i + 1} for i in range(a.pairs)]}
         Path(a.env_json).write_text(json.dumps(env))
     if mode == "garbage":

@@ -143,3 +143,46 @@ def test_ssh_argv_server_and_client_quoted() -> None:
 def test_plan_rejects_bad_config(kw: dict) -> None:
     with pytest.raises(UsageError):
         plan_sweep(cfg(**kw))
+
+
+def test_rig_plan_survives_json() -> None:
+    """The plan the host writes for the Soft-RoCE rig reads back as the same config and
+    points (tuples and all) inside the VM."""
+    import json
+
+    from pairbench.plan import RigPlan, plan_from_json, plan_to_json
+
+    for c in (cfg(), cfg(layer="verbs", tests=("write_lat",), launcher="softroce",
+                         exe_args=("--loopback",), pin="list", pin_list="0,1")):
+        plan = RigPlan(config=c, points=tuple(plan_sweep(c)), meta={"run_id": "r"},
+                       fail_fast=True, progress=False, command_line=("pairbench", "sweep"))
+        back = plan_from_json(json.loads(json.dumps(plan_to_json(plan))))
+        assert back == plan
+        assert isinstance(back.points[0].sides[0].argv, tuple)
+    with pytest.raises(UsageError, match="version"):
+        plan_from_json({"plan_version": 0})
+    with pytest.raises(UsageError, match="malformed"):
+        plan_from_json({**plan_to_json(plan), "config": {"layer": "mpi"}})
+
+
+def test_sweep_options_are_the_command_line_typed() -> None:
+    """`pairbench sweep`'s CLI shell turns argv into SweepOptions; argv() gives back a
+    command line that parses to the same options (what `pairbench default` logs)."""
+    import argparse
+
+    from pairbench.sweep import SweepOptions, add_arguments
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    argv = ["--layer", "verbs", "--test", "write_lat", "--test", "read_lat,write_bw",
+            "--pairs", "1,2", "--sizes", "8,4K", "-n", "200", "--launcher", "ssh",
+            "--hosts", "a,b", "--timeout", "30", "--exe-arg=--x", "--launcher-arg=-v",
+            "--pin", "list", "--pin-list", "0,1", "--rig-timeout", "99.5", "--fail-fast",
+            "--no-progress", "--results-dir", "/tmp/r"]
+    opts = SweepOptions.from_namespace(p.parse_args(argv))
+    assert opts.tests == ("write_lat", "read_lat", "write_bw") and opts.timeout_s == 30.0
+    assert not opts.progress and opts.exe_args == ("--x",) and opts.rig_timeout_s == 99.5
+    assert SweepOptions.from_namespace(p.parse_args(opts.argv())) == opts
+    plain = SweepOptions(layer="mpi", tests=("latency",))
+    assert plain.argv() == ["--layer", "mpi", "--test", "latency"]
+    assert SweepOptions.from_namespace(p.parse_args(plain.argv())) == plain

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 
-from conftest import FAKE, FAKE_RIG, FAKE_SSH, assert_clean_error, cli, sweep
+from conftest import FAKE, FAKE_RIG, FAKE_SSH, SCRIPTS, assert_clean_error, cli, sweep
 from pairbench.schema import COLUMNS, load_run
 
 
@@ -37,7 +39,7 @@ def test_sweep_writes_tidy_data_metadata_and_raw(tmp_path: Path) -> None:
     assert len(meta["points"]) == 8
     first = meta["points"][0]
     assert first["sides"][0]["argv"][0] == str(FAKE) and first["sides"][0]["exit_code"] == 0
-    assert first["env_record"]["pinning"][0]["pair"] == 0
+    assert first["env_record"]["placement"][0]["pair"] == 0
     assert meta["pinning"]["r1-write_lat-p2"][1]["client_cpu"] == 3
     assert (run / "raw" / "r1-write_lat-p1.csv").is_file()
     assert (run / "raw" / "r2-write_bw-p2.stderr").is_file()
@@ -170,8 +172,19 @@ def test_softroce_boots_the_rig_once(tmp_path: Path) -> None:
     assert (df["status"] == "ok").all() and len(df) == 2 * 2 * (2 + 3)
     meta = json.loads((run / "metadata.json").read_text())
     assert meta["fingerprint"]["rig"]["PB_RIG_MODE"] == "fake"  # recorded inside the rig
-    assert meta["rig"]["exit_code"] == 0 and "--launcher" in meta["rig"]["argv"]
+    assert meta["rig"]["exit_code"] == 0 and meta["rig"]["plan"] == "raw/rig-plan.json"
+    # The rig ran the plan the host wrote (JSON in the run directory), not a rebuilt sweep
+    # command line; the points it ran are the planned ones, argv for argv.
+    assert meta["rig"]["argv"][-2:] == ["pairbench.rigrun", str(run / "raw" / "rig-plan.json")]
+    plan = json.loads((run / "raw" / "rig-plan.json").read_text())
+    assert [p["sides"][0]["argv"] for p in plan["points"]] == \
+        [p["sides"][0]["argv"] for p in meta["points"]]
+    assert meta["config"] == plan["config"] and meta["config"]["launcher"] == "softroce"
+    assert meta["started"] == plan["meta"]["started"]
+    assert meta["fingerprint"]["command_line"] == plan["command_line"]  # the user's command
+    assert meta["rig"]["host_fingerprint"]["rig"]["PB_RIG_MODE"] is None
     assert "--loopback" in meta["points"][0]["sides"][0]["argv"]
+    assert meta["pinning"]["r1-write_lat-p2"][1]["client_cpu"] == 3
 
 
 def test_softroce_rig_failure_gives_error_rows(tmp_path: Path) -> None:
@@ -201,3 +214,36 @@ def test_softroce_results_outside_repo_use_rwdir(tmp_path: Path) -> None:
     assert run.parent == tmp_path / "elsewhere"
     rig_opts = count.read_text().split(" -- ")[0].split()
     assert rig_opts[rig_opts.index("--rwdir") + 1] == str(run)
+
+
+def test_placement_key_and_the_keys_of_older_records(tmp_path: Path) -> None:
+    """metadata.json "pinning" comes from the env record's "placement" (issue 12, contract
+    3); a record made before it has the layer's own key (verbs "workers", MPI "ranks"),
+    and the other layer's key is not guessed."""
+    cases = (("verbs", "write_lat", "workers", True), ("mpi", "latency", "ranks", True),
+             ("verbs", "write_lat", "ranks", False), ("mpi", "latency", "pinning", False))
+    for layer, test, key, found in cases:
+        proc, run = sweep(tmp_path / f"{layer}-{key}", layer=layer, tests=test, pairs="2",
+                          reps="1", sizes="8", env={"FAKE_PB_ENV_KEY": key})
+        assert proc.returncode == 0, proc.stderr
+        meta = json.loads((run / "metadata.json").read_text())
+        pinning = meta["pinning"][f"r1-{test}-p2"]
+        if found:
+            assert pinning == meta["points"][0]["env_record"][key]
+            assert pinning[1]["client_cpu"] == 3
+        else:
+            assert pinning is None, (layer, key)
+
+
+def test_rig_plan_runs_inside_with_sweep_errors(tmp_path: Path) -> None:
+    """`python -m pairbench.rigrun PLAN`: a bad plan is one line and exit 2, as sweep's."""
+    proc = subprocess.run([sys.executable, "-m", "pairbench.rigrun"], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(SCRIPTS)},
+                          check=False, timeout=60)
+    assert proc.returncode == 2 and "usage" in proc.stderr
+    bad = tmp_path / "plan.json"
+    bad.write_text(json.dumps({"plan_version": 99}))
+    proc = subprocess.run([sys.executable, "-m", "pairbench.rigrun", str(bad)],
+                          capture_output=True, text=True, check=False, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(SCRIPTS)})
+    assert_clean_error(proc, "rig plan")

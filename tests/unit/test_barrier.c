@@ -17,6 +17,7 @@
 #include <sys/ipc.h>
 #include <sys/shm.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ROUNDS 2000
@@ -186,11 +187,52 @@ static void test_deadline(void)
 	shm_sync_detach(NULL);
 }
 
+static void count_idle(void *ctx)
+{
+	(*(unsigned *)ctx)++;
+}
+
+/*
+ * A member that works (bumps the group's progress) and arrives late: the
+ * waiter's deadline counts from the last progress, so a wait four times
+ * longer than the deadline succeeds; the idle hook runs while it waits.
+ */
+static void test_progress_deadline(void)
+{
+	struct shm_sync *s;
+	unsigned idle = 0;
+	int st;
+	pid_t pid;
+
+	CHECK_EQ_INT(shm_sync_create(2, 64, 0, true, &s), 0);
+	CHECK_EQ_INT(shm_sync_join(s, 0), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct timespec ts = { 0, 1000000 };
+		uint64_t until = pb_clock_now_ns() + 1200000000ull;
+
+		shm_sync_join(s, 1);
+		while (pb_clock_now_ns() < until) {
+			shm_sync_progress(s);
+			nanosleep(&ts, NULL);
+		}
+		_exit(shm_sync_barrier(s, 1, 300000000ull, NULL) ? 1 : 0);
+	}
+	shm_sync_set_idle(s, count_idle, &idle);
+	CHECK_EQ_INT(shm_sync_barrier(s, 0, 300000000ull, NULL), 0);
+	CHECK(idle > 0);
+	CHECK(shm_sync_progress_count(s) > 0);
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	shm_sync_detach(s);
+}
+
 int main(void)
 {
 	test_rounds();
 	test_dead_member();
 	test_abort();
 	test_deadline();
+	test_progress_deadline();
 	TEST_DONE();
 }

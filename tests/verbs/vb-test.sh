@@ -8,7 +8,7 @@
 #   baddev                      unknown device: exit 2 (77 expected where no device exists)
 #   noserver                    client without a server: non-zero exit within the deadline
 #   kill                        SIGKILL one worker: non-zero exit within the deadline, nothing left
-#   sigint                      Ctrl-C: exit 1, rows so far in the file, nothing left
+#   sigint                      Ctrl-C: exit 130, rows so far in the file, error rows for the rest, nothing left
 # Exit: 0 pass, 1 fail, 77 skip (no RDMA device: not inside the rig).
 set -u
 case_=$1; bin=$2; shift 2
@@ -135,7 +135,7 @@ sigint)
     kill -0 $lpid 2>/dev/null && { kill -9 -- -$lpid; fail "still running 40 s after SIGINT"; }
     wait $lpid; rc=$?
     cat "$work/e" >&2
-    [ $rc -eq 1 ] || fail "exit $rc after SIGINT, expected 1"
+    [ $rc -eq 130 ] || fail "exit $rc after SIGINT, expected 130 (128 + SIGINT)"
     grep -q ',ok,' "$work/i.csv" || fail "rows measured before SIGINT are missing"
     grep -q ',error,' "$work/i.csv" || fail "no error row for the interrupted point"
     leftovers "$before"

@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# The verbs fault suite (docs/failure-modes.md): each case injects one fault for
+# real inside the Soft-RoCE rig and asserts the exit code, the message, a bound
+# on the time to exit (deadline + margin: a bound, not a benchmark) and that
+# nothing is left (processes, shm segments, QPs, files).
+#   scripts/softroce-run -- ctest --test-dir build -L verbs -R fault
+# usage: vb-fault.sh CASE BINARY
+# Exit: 0 pass, 1 fail, 77 skip (no RDMA device: not inside the rig).
+set -u
+case_=$1; bin=$2; shift 2
+me="vb-fault $case_"
+fail() { echo "$me: FAIL: $*" >&2; [ -s "${work:-/nonexistent}/e" ] && sed 's/^/  stderr: /' "$work/e" >&2; exit 1; }
+info() { echo "$me: $*" >&2; }
+dev=${PB_RDMA_DEVICE:-}
+ip=${PB_RDMA_IP:-}
+[ -n "$dev" ] || { echo "$me: SKIP: no RDMA device (PB_RDMA_DEVICE unset): run inside scripts/softroce-run" >&2; exit 77; }
+work=$(mktemp -d) || fail "mktemp"
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+# Each case uses its own rdma_cm port: a failed case cannot disturb the next one.
+port=$(( 19300 + $(printf '%s' "$case_" | cksum | cut -d' ' -f1) % 500 * 2 ))
+T=3   # --timeout of every case: short, so a case takes seconds
+common=(-d "$dev" --allow-oversubscribe --pin compact -q --timeout $T)
+shm_before=$(ipcs -m | grep -c '^0x' || true)
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+
+# Start the launcher in the background: $lpid, stderr in $work/e (or $2).
+start() { # out-csv args...
+    local out=$1; shift
+    "$bin" "${common[@]}" -o "$out" "$@" 2>"$work/e" &
+    lpid=$!; pids+=("$lpid")
+}
+# Wait until the launcher has N workers; prints them sorted (member order). The
+# short-lived device probe child ("pbv-probe") is not one; a list counts once stable.
+workers() { # n
+    local kids="" prev=""
+    for _ in $(seq 200); do
+        kids=$(for k in $(cat "/proc/$lpid/task/$lpid/children" 2>/dev/null); do
+                   [ "$(cat "/proc/$k/comm" 2>/dev/null)" = pairbench-verbs ] && echo "$k"; done | sort -n)
+        if [ "$(printf '%s\n' "$kids" | grep -c .)" -ge "$1" ] && [ "$kids" = "$prev" ]; then
+            printf '%s\n' "$kids"; return 0
+        fi
+        prev=$kids
+        sleep 0.1
+    done
+    fail "the launcher never had $1 workers"
+}
+# Wait for the launcher to end within BOUND seconds (from T0); sets rc and took.
+finish() { # t0 bound
+    for _ in $(seq $(( ${2%.*} * 20 + 20 ))); do
+        kill -0 "$lpid" 2>/dev/null || break
+        le "$(elapsed "$1")" "$2" || break
+        sleep 0.05
+    done
+    took=$(elapsed "$1")
+    if kill -0 "$lpid" 2>/dev/null; then
+        kill -9 -- "$lpid" $(pgrep -P "$lpid") 2>/dev/null
+        wait "$lpid" 2>/dev/null
+        fail "still running $took s after the fault (bound $2 s)"
+    fi
+    wait "$lpid"; rc=$?
+    info "exit $rc, $took s after the fault"
+}
+expect_rc() { [ "$rc" -eq "$1" ] || fail "exit $rc, expected $1"; }
+expect_msg() { grep -q -- "$1" "$work/e" || fail "stderr lacks '$1'"; }
+# CSV: a row for every (size, pair, all): header + sizes x (pairs + 1).
+expect_rows() { # csv nsizes pairs
+    local want=$(( $2 * ($3 + 1) + 1 )) have
+    have=$(grep -c . "$1" 2>/dev/null || echo 0)
+    [ "$have" -eq "$want" ] || { cat "$1" >&2; fail "$have CSV lines, expected $want (a row for every point, error rows included)"; }
+}
+# Iterations for a stream of about 3 x TIMEOUT s on this machine, from a short
+# calibration run (the timed window of its CSV row): a class-3 test must not
+# depend on the machine's speed.
+stream_n() { # timeout test args...
+    local t=$1; shift
+    "$bin" "${common[@]}" --loopback -p $(( port + 1 )) --test "$1" -w 0 -n 3000 "${@:2}" -o "$work/cal.csv" 2>"$work/e" ||
+        fail "calibration run of $1 failed"
+    python3 - "$work/cal.csv" "$t" <<'PY'
+import csv, math, sys
+row = next(r for r in csv.DictReader(open(sys.argv[1])) if r["pair_id"] == "0")
+per = float(row["duration_s"]) / int(row["iterations"])
+print(min(5_000_000, max(3000, math.ceil(3 * float(sys.argv[2]) / per))))
+PY
+}
+# The timed window of pair 0 (CSV) must exceed --timeout, or the case proved nothing.
+window() { # csv timeout
+    local w; w=$(python3 -c 'import csv,sys; print(next(r for r in csv.DictReader(open(sys.argv[1])) if r["pair_id"] == "0")["duration_s"])' "$1")
+    info "timed window $w s with --timeout $2 s"
+    le "$2" "$w" || fail "the stream ($w s) was not longer than --timeout $2: the case proves nothing (machine faster than its calibration?)"
+}
+# Nothing of ours left: processes, shm segments, QPs.
+leftovers() {
+    sleep 0.3
+    if pgrep -x pairbench-verbs >/dev/null; then pgrep -ax pairbench-verbs >&2; fail "pairbench-verbs processes left behind"; fi
+    local n; n=$(ipcs -m | grep -c '^0x' || true)
+    [ "$n" -le "$shm_before" ] || { ipcs -m >&2; fail "shared-memory segments left behind"; }
+    if command -v rdma >/dev/null && rdma resource show qp 2>/dev/null | grep -q 'comm pairbench-verbs'; then
+        rdma resource show qp >&2; fail "QPs of pairbench-verbs left behind"
+    fi
+}
+
+case $case_ in
+stop-connect)      # a server worker stopped while it waits for its client: the watchdog
+    start "$work/o.csv" --server -p $port --test write_lat
+    w=$(workers 1); t0=$(now); kill -STOP "$w"
+    finish "$t0" $(( T + 1 + 5 ))
+    expect_rc 1
+    expect_msg "made no progress for"; expect_msg "process stopped"
+    ;;
+stop-warmup)       # the server stopped in the warm-up: the client's wait times out, rows for every size
+    start "$work/o.csv" --loopback -p $port --test write_lat -s 8,16 -w 100000000 -n 10
+    w=$(workers 2 | tail -1); sleep 2; t0=$(now); kill -STOP "$w"
+    finish "$t0" $(( T + 1 + 5 ))
+    expect_rc 1
+    expect_msg "no progress for"; expect_msg "made no progress for"
+    expect_rows "$work/o.csv" 2 1
+    grep -q ',error,' "$work/o.csv" || fail "no error rows"
+    ;;
+stop-timed-leader) # the leader (client of pair 0) stopped in the timed loop: the launcher writes the rows
+    start "$work/o.csv" --loopback -p $port --test write_lat -s 8,16 -w 0 -n 100000000
+    w=$(workers 2 | head -1); sleep 2; t0=$(now); kill -STOP "$w"
+    finish "$t0" $(( T + 1 + 5 ))
+    expect_rc 1
+    expect_msg "made no progress for"
+    expect_rows "$work/o.csv" 2 1
+    grep -q 'not run: earlier failure' "$work/o.csv" || fail "no 'not run' rows for the later size"
+    ;;
+stop-timed-bw)     # write_bw, the client stopped (the issue's second reproduction): the passive server notices
+    start "$work/o.csv" --loopback -p $port --test write_bw -s 64 -w 0 -D 20 --pairs 2
+    w=$(workers 4 | sed -n 2p); sleep 2; t0=$(now); kill -STOP "$w"
+    finish "$t0" $(( T + 1 + 5 ))
+    expect_rc 1
+    expect_msg "made no progress for"
+    expect_rows "$work/o.csv" 1 2
+    ;;
+stop-final)        # the server stops right before the final pair sync (fault hook): every row is there
+    PAIRBENCH_FAULT=final:STOP:1 start "$work/o.csv" --loopback -p $port --test write_lat -s 8,16 -n 20 -w 2
+    workers 2 >/dev/null; t0=$(now)
+    finish "$t0" $(( T + 1 + 8 ))
+    expect_rc 1
+    expect_msg "fault injection"; expect_msg "final sync: no progress for"
+    expect_rows "$work/o.csv" 2 1
+    [ "$(grep -c ',ok,' "$work/o.csv")" -eq 4 ] || fail "the measured rows are not all there"
+    ;;
+kill-connect)      # the server killed before it listens: the client stops at once (abort), error rows
+    PAIRBENCH_FAULT=connect:KILL:1 start "$work/o.csv" --loopback -p $port --test write_lat -s 8,16 --timeout 30
+    t0=$(now)
+    finish "$t0" 8
+    expect_rc 1
+    expect_msg "died (signal 9)"
+    expect_rows "$work/o.csv" 2 1
+    ;;
+kill-final)        # the leader killed before the final sync, after all its rows
+    PAIRBENCH_FAULT=final:KILL:0 start "$work/o.csv" --loopback -p $port --test read_lat -s 8 -n 20 --timeout 30
+    t0=$(now)
+    finish "$t0" 10
+    expect_rc 1
+    expect_msg "died (signal 9)"
+    expect_rows "$work/o.csv" 1 1
+    ;;
+kill-peer-remote)  # two launchers (as on two nodes): the server's worker killed; the client notices within --timeout
+    "$bin" "${common[@]}" --server -p $port --test write_lat -s 8 -w 0 -n 100000000 -o "$work/s.csv" 2>"$work/s.err" &
+    spid=$!; pids+=("$spid")
+    start "$work/o.csv" --connect "$ip" -p $port --test write_lat -s 8 -w 0 -n 100000000
+    lp=$lpid; lpid=$spid; w=$(workers 1); lpid=$lp
+    sleep 1; t0=$(now); kill -9 "$w"
+    finish "$t0" $(( T + 4 ))
+    wait "$spid"
+    expect_rc 1
+    expect_msg "no progress for"; expect_msg "waiting for the peer's reply write"
+    expect_rows "$work/o.csv" 1 1
+    ;;
+long-stream)       # class 3: streams several times longer than --timeout pass (progress resets every wait's deadline)
+    n=$(stream_n 1 write_lat -s 8); info "write_lat: $n iterations for a stream of ~3 s"
+    "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_lat -s 8 -w 0 -n "$n" -o "$work/o.csv" 2>"$work/e"
+    rc=$?; expect_rc 0; window "$work/o.csv" 1
+    n=$(stream_n 1 write_bw -s 4096); info "write_bw: $n messages for a stream of ~3 s"
+    "$bin" "${common[@]}" --timeout 1 --loopback -p $port --test write_bw -s 4096 -w 0 -n "$n" -o "$work/o.csv" 2>"$work/e"
+    rc=$?; expect_rc 0; window "$work/o.csv" 1
+    ;;
+long-stream-remote) # class 3 across two launchers: read_lat's passive server sees progress only through its peeks
+    n=$(stream_n 3 read_lat -s 8); info "read_lat: $n iterations for a stream of ~9 s"
+    "$bin" "${common[@]}" --server -p $port --test read_lat -s 8 -w 0 -n "$n" -o "$work/s.csv" 2>"$work/s.err" &
+    spid=$!; pids+=("$spid")
+    "$bin" "${common[@]}" --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n "$n" -o "$work/o.csv" 2>"$work/e"
+    rc=$?; wait "$spid"; src=$?
+    cat "$work/s.err" >> "$work/e"
+    expect_rc 0
+    [ "$src" -eq 0 ] || fail "server exit $src"
+    window "$work/o.csv" $T
+    ;;
+sigterm|sighup|sigint) # a signal to the main PID only: forwarded, error rows for the rest, exit 128+N
+    sig=${case_#sig}; sig=${sig^^}
+    start "$work/o.csv" --loopback -p $port --test write_lat -s 1,2,4,8,16,32 -D 1 --pairs 2
+    for _ in $(seq 200); do grep -q ',ok,' "$work/o.csv" 2>/dev/null && break; sleep 0.05; done
+    t0=$(now); kill -"$sig" "$lpid"
+    finish "$t0" 5
+    want=$(( 128 + $(kill -l "$sig") ))
+    expect_rc $want
+    expect_msg "interrupted by SIG$sig"
+    expect_rows "$work/o.csv" 6 2
+    grep -q ',ok,' "$work/o.csv" || fail "rows measured before the signal are missing"
+    grep -q "interrupted by SIG$sig" "$work/o.csv" || fail "no error row says 'interrupted by SIG$sig'"
+    ;;
+sigterm-connect)   # SIGTERM while the server waits for a client that never comes
+    start "$work/o.csv" --server -p $port --test write_lat --timeout 60
+    workers 1 >/dev/null; sleep 0.5; t0=$(now); kill -TERM "$lpid"
+    finish "$t0" 5
+    expect_rc 143
+    expect_msg "interrupted by SIGTERM"
+    ;;
+stray-rping|stray-perftest) # a stranger connects first: rejected, one line, the server keeps waiting for its client
+    "$bin" "${common[@]}" --timeout 20 --server -p $port --test write_lat -s 8 -n 20 -o "$work/s.csv" 2>"$work/s.err" &
+    spid=$!; pids+=("$spid")
+    sleep 1
+    if [ "$case_" = stray-rping ]; then
+        timeout 5 rping -c -a "$ip" -p $port -C 1 >/dev/null 2>&1
+    else
+        timeout 5 ib_write_lat -R -p $port -n 5 "$ip" >/dev/null 2>&1
+    fi
+    for _ in $(seq 100); do grep -q "rejected a connection" "$work/s.err" && break; sleep 0.05; done
+    "$bin" "${common[@]}" --timeout 20 --connect "$ip" -p $port --test write_lat -s 8 -n 20 -o "$work/o.csv" 2>"$work/e"
+    rc=$?; wait "$spid"; src=$?
+    cat "$work/s.err" >> "$work/e"
+    expect_rc 0
+    [ "$src" -eq 0 ] || fail "server exit $src after the stranger"
+    [ "$(grep -c 'rejected a connection' "$work/s.err")" -ge 1 ] || fail "the server did not log the stranger"
+    grep -q ',ok,' "$work/o.csv" || fail "no measured rows"
+    ;;
+devfull)           # class 8: -o /dev/full: the leader names the failed write, exit 1, nobody blames a peer
+    t0=$(now)
+    "$bin" "${common[@]}" --timeout 20 --loopback -p $port --test write_lat -s 8,16 -n 20 -o /dev/full 2>"$work/e"
+    rc=$?; took=$(elapsed "$t0"); info "exit $rc in $took s"
+    expect_rc 1
+    expect_msg "writing the CSV rows to /dev/full failed: No space left on device"
+    grep -q "peer dead or stuck" "$work/e" && fail "a write error reported as a dead peer"
+    le "$took" 10 || fail "took $took s (the others must stop at once, not at --timeout 20)"
+    [ -c /dev/full ] || fail "/dev/full is no longer a character device"
+    ;;
+output-targets)    # class 8: FIFO without reader, device node, missing / non-directory parent
+    mkfifo "$work/fifo"
+    t0=$(now); timeout 20 "$bin" "${common[@]}" --loopback --test write_lat -o "$work/fifo" 2>"$work/e"; rc=$?
+    expect_rc 2; expect_msg "FIFO with no reader"
+    le "$(elapsed "$t0")" 5 || fail "a FIFO without reader took $(elapsed "$t0") s"
+    [ -p "$work/fifo" ] || fail "the FIFO was replaced"
+    mknod "$work/null" c 1 3
+    "$bin" "${common[@]}" --loopback -p $port --test write_lat -s 8 -n 10 -o "$work/null" 2>"$work/e"; rc=$?
+    expect_rc 0
+    [ -c "$work/null" ] || fail "the device node was replaced"
+    "$bin" "${common[@]}" --loopback --test write_lat -o "$work/nodir/o.csv" 2>"$work/e"; rc=$?
+    expect_rc 2; expect_msg "cannot open --output"
+    "$bin" "${common[@]}" --loopback --test write_lat -o /etc/hostname/o.csv 2>"$work/e"; rc=$?
+    expect_rc 2; expect_msg "Not a directory"
+    "$bin" "${common[@]}" --loopback --test write_lat 2>"$work/e" >&-; rc=$?
+    expect_rc 2; expect_msg "stdout is closed"
+    ;;
+gid-index)         # class 11: -x is checked against rdma_cm's GID: the same index runs, another is refused
+    gi=${PB_RDMA_GID_INDEX:-1}
+    "$bin" "${common[@]}" --loopback -p $port --test write_lat -s 8 -n 10 -x "$gi" -o "$work/o.csv" 2>"$work/e"; rc=$?
+    expect_rc 0
+    other=0; [ "$gi" -eq 0 ] && other=1
+    t0=$(now)
+    "$bin" "${common[@]}" --loopback -p $port --test write_lat -s 8 -n 10 -x $other -o "$work/o.csv" 2>"$work/e"; rc=$?
+    expect_rc 2
+    expect_msg "option -x/--gid-index: $other given, but rdma_cm resolved GID index $gi"
+    le "$(elapsed "$t0")" 10 || fail "the refusal took $(elapsed "$t0") s"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+leftovers
+info "PASS"
+exit 0

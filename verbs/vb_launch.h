@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The launcher's state, shared by vb_launch.c (probe, placement, fork) and
+ * vb_reap.c (supervision of the workers: reaping, watchdog, signals, the
+ * rows of what is left).  Internal to pairbench-verbs.
+ */
+#ifndef VB_LAUNCH_H
+#define VB_LAUNCH_H
+
+#include "vb.h"
+
+#include "pb_clock.h"
+#include "pb_pin.h"
+
+#include <sys/types.h>
+
+struct vb_launch {
+	struct vb_params *p;
+	struct vb_shared *sh;
+	struct shm_sync *sync;
+	hwloc_topology_t topo;
+	struct pb_pin_plan plan;
+	unsigned members;
+	uint64_t max_samples;
+	pid_t pid[VB_MAX_WORKERS];
+	/* watchdog: last heartbeat seen per worker and when it last moved */
+	uint64_t beat[VB_MAX_WORKERS];
+	uint64_t beat_ns[VB_MAX_WORKERS];
+	FILE *csv;
+	struct pb_clock_info clock;
+	char why[400];           /* why the run stopped early (rows of what is left) */
+};
+
+/* vb_launch.c */
+const char *vb_sig_name(int sig);
+/* Sleep until a child changes state, a signal arrives or max_ms passed. */
+void vb_wait_child_event(long max_ms);
+/* The engine's parameters of this run. */
+struct pb_engine_params vb_engine_params(const struct vb_launch *L);
+/* --output's name for messages ("stdout" without -o). */
+const char *vb_output_name(const struct vb_params *p);
+
+/* vb_reap.c */
+/*
+ * Reap every worker.  Meanwhile: forward SIGINT/SIGTERM/SIGHUP, watch the
+ * heartbeats, SIGKILL whoever is left after the grace period.  Returns the
+ * exit code.
+ */
+int vb_reap(struct vb_launch *L);
+/* Error rows for what the leader did not write (it was killed or stopped). */
+void vb_complete_rows(struct vb_launch *L);
+
+#endif
