@@ -76,6 +76,13 @@ struct pb_meet_ops {
 	 * (tests poll it in their busy waits, so it must be cheap).
 	 */
 	bool (*aborted)(void *mctx, char *why, size_t len);
+	/*
+	 * This process made progress: waits of the others measure their deadline
+	 * from the group's last progress.  progress_count() changes whenever any
+	 * process of the group reported progress (cheap: polled in busy waits).
+	 */
+	void (*progress)(void *mctx);
+	uint64_t (*progress_count)(void *mctx);
 };
 
 struct pb_engine_params {

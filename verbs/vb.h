@@ -158,7 +158,7 @@ struct vb_ctrl {
  * waited.  Progress is the caller's counter (progress: replies, completions,
  * receives); for a wait on the peer's own pace (VB_WATCH_PEER: pair sync,
  * the passive side of a stream) also the node group's progress counter
- * (shm_sync_progress) and, across nodes, the peer's progress word read with
+ * (pb_meet_ops.progress) and, across nodes, the peer's progress word read with
  * an 8-byte RDMA read every quarter of --timeout ("peek").
  */
 struct vb_watch {
