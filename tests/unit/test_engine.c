@@ -196,17 +196,21 @@ static void test_failing_pair(void)
 	fclose(csv);
 }
 
-/* The meet contract's own failure signal: fail() by one member, aborted() seen by another. */
+/* The meet contract's signals between members: progress() and fail() by one, seen by another. */
 static void test_meet_aborted(void)
 {
 	struct shm_sync *s;
 	struct shm_meet a, b;
 	char why[64] = "";
+	uint64_t before;
 
 	CHECK_EQ_INT(shm_sync_create(2, 64, shm_meet_extra_bytes(2, ITERS), true, &s), 0);
 	shm_meet_init(&a, s, 0, 2, ITERS, 5000000000ull);
 	shm_meet_init(&b, s, 1, 2, ITERS, 5000000000ull);
 	CHECK(!shm_meet_ops.aborted(&b, why, sizeof(why)));
+	before = shm_meet_ops.progress_count(&b);
+	shm_meet_ops.progress(&a);
+	CHECK(shm_meet_ops.progress_count(&b) != before);
 	shm_meet_ops.fail(&a, "pair 0 gave up");
 	CHECK(shm_meet_ops.aborted(&b, why, sizeof(why)));
 	CHECK(strstr(why, "pair 0 gave up") != NULL);
