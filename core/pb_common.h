@@ -9,12 +9,12 @@
 #define PB_COMMON_H
 
 #include "pb_opts.h"
+#include "pb_pin.h"
+#include "pb_test_info.h"
 
 #include <stddef.h>
 
-enum pb_pin_policy_opt { PB_PIN_OPT_NEAR_DEVICE, PB_PIN_OPT_COMPACT, PB_PIN_OPT_SCATTER,
-			 PB_PIN_OPT_LIST, PB_PIN_OPT_NONE };
-
+/* --pin choices, indexed by enum pb_pin_policy (pb_pin.h): the option is the policy. */
 extern const char *const pb_pin_policy_names[];
 
 /* Most pairs of one run, every layer (verbs: 2 workers per pair on one node;
@@ -28,7 +28,7 @@ struct pb_common_params {
 	uint64_t warmup;
 	double duration_s;      /* 0 = iteration mode */
 	uint64_t pairs;
-	int pin;                /* enum pb_pin_policy_opt */
+	int pin;                /* enum pb_pin_policy */
 	const char *pin_list;
 	bool allow_oversubscribe;
 	const char *output;     /* NULL = stdout */
@@ -37,6 +37,7 @@ struct pb_common_params {
 	bool quiet;
 	bool print_schema;
 	bool list_tests;
+	int list_format;         /* enum pb_list_format */
 	bool help;
 };
 
@@ -77,6 +78,8 @@ int pb_common_check(const struct pb_common_params *c, char *err, size_t errlen);
 	  "print the CSV columns and exit" },                                                      \
 	{ "list-tests", 0, PB_OPT_FLAG, offsetof(type, m.list_tests), NULL, 0, 0, NULL, NULL,      \
 	  "list the tests and exit" },                                                             \
+	{ "format", 0, PB_OPT_CHOICE, offsetof(type, m.list_format), "human", 0, 0,              \
+	  pb_list_format_names, "FMT", "--list-tests output: human, json (the test table as data) or tsv" }, \
 	{ "help", 'h', PB_OPT_FLAG, offsetof(type, m.help), NULL, 0, 0, NULL, NULL,                \
 	  "this help" }
 

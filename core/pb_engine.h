@@ -71,6 +71,18 @@ struct pb_meet_ops {
 		       size_t *n_pooled, struct pb_hist *merged);
 	/* This process failed: make every other process's waits return an error. */
 	void (*fail)(void *mctx, const char *reason);
+	/*
+	 * Has another process failed?  true with its reason in why[0..len)
+	 * (tests poll it in their busy waits, so it must be cheap).
+	 */
+	bool (*aborted)(void *mctx, char *why, size_t len);
+	/*
+	 * This process made progress: waits of the others measure their deadline
+	 * from the group's last progress.  progress_count() changes whenever any
+	 * process of the group reported progress (cheap: polled in busy waits).
+	 */
+	void (*progress)(void *mctx);
+	uint64_t (*progress_count)(void *mctx);
 };
 
 struct pb_engine_params {

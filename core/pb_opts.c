@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "pb_opts.h"
+#include "pb_pin.h"
 #include "pb_common.h"
 #include "pb_log.h"
 
@@ -426,16 +427,17 @@ void pb_opts_print_help(FILE *f, const char *prog, const char *summary, const st
 
 int pb_common_check(const struct pb_common_params *c, char *err, size_t errlen)
 {
-	if (c->pin_list && c->pin != PB_PIN_OPT_LIST) {
+	if (c->pin_list && c->pin != PB_PIN_LIST) {
 		snprintf(err, errlen, "option --pin-list is used only with --pin list (--pin is %s)",
 			 pb_pin_policy_names[c->pin]);
 		return -EINVAL;
 	}
-	if (c->pin == PB_PIN_OPT_LIST && !c->pin_list) {
+	if (c->pin == PB_PIN_LIST && !c->pin_list) {
 		snprintf(err, errlen, "option --pin list needs --pin-list (PU OS indices, e.g. 0,2,4)");
 		return -EINVAL;
 	}
 	return 0;
 }
 
+/* In the order of enum pb_pin_policy (pb_pin.h). */
 const char *const pb_pin_policy_names[] = { "near-device", "compact", "scatter", "list", "none", NULL };

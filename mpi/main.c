@@ -12,6 +12,7 @@
 #include "pb_csv.h"
 #include "pb_log.h"
 #include "pb_pin.h"
+#include "pb_run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,20 +50,30 @@ static const struct mp_test *const mp_families[] = { mp_tests_latency, mp_tests_
 const struct mp_test *mp_test_find(const char *name)
 {
 	for (size_t f = 0; f < sizeof(mp_families) / sizeof(mp_families[0]); f++) {
-		for (const struct mp_test *t = mp_families[f]; t->name; t++) {
-			if (!strcmp(t->name, name))
+		for (const struct mp_test *t = mp_families[f]; t->info.name; t++) {
+			if (!strcmp(t->info.name, name))
 				return t;
 		}
 	}
 	return NULL;
 }
 
-void mp_test_list(FILE *f)
+int mp_test_list(FILE *f, int fmt)
 {
+	const struct pb_test_info *all[PB_TESTS_MAX];
+	size_t n = 0;
+
 	for (size_t i = 0; i < sizeof(mp_families) / sizeof(mp_families[0]); i++) {
-		for (const struct mp_test *t = mp_families[i]; t->name; t++)
-			fprintf(f, "%-12s %s\n", t->name, t->summary);
+		for (const struct mp_test *t = mp_families[i]; t->info.name; t++) {
+			if (n == PB_TESTS_MAX) {
+				pb_log_error("more than %d tests: raise PB_TESTS_MAX", PB_TESTS_MAX);
+				return -E2BIG;
+			}
+			all[n++] = &t->info;
+		}
 	}
+	pb_test_info_print(f, (enum pb_list_format)fmt, "mpi", all, n);
+	return 0;
 }
 
 /* Watchdog deadlines around the test's own phases (the meet arms its own). */
@@ -125,20 +136,20 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 	else if (t->kind == MP_KIND_ALL && p->c.duration_s > 0)
 		snprintf(err, len,
 			 "--duration is not supported by --test %s (per-iteration max over ranks needs aligned samples); use -n",
-			 t->name);
-	else if (!strcmp(t->name, "barrier") && sizes_given)
-		snprintf(err, len, "--test barrier moves no payload; drop -s/--sizes");
+			 t->info.name);
+	else if (!t->info.payload && sizes_given)
+		snprintf(err, len, "--test %s moves no payload; drop -s/--sizes", t->info.name);
 	else if (p->back_to_back && t->kind != MP_KIND_ALL)
 		snprintf(err, len, "--back-to-back applies to collectives and halo, not --test %s",
-			 t->name);
-	else if (p->root_rotate && (t->kind != MP_KIND_ALL || !strcmp(t->name, "halo")))
+			 t->info.name);
+	else if (p->root_rotate && !t->info.rooted)
 		snprintf(err, len, "--root-rotate applies to rooted collectives, not --test %s",
-			 t->name);
-	else if (p->c.pin_list && p->c.pin != PB_PIN_OPT_LIST)
+			 t->info.name);
+	else if (p->c.pin_list && p->c.pin != PB_PIN_LIST)
 		snprintf(err, len, "--pin-list is used only with --pin list (add --pin list)");
-	else if (p->c.pin == PB_PIN_OPT_LIST && !p->c.pin_list)
+	else if (p->c.pin == PB_PIN_LIST && !p->c.pin_list)
 		snprintf(err, len, "--pin list needs --pin-list (e.g. --pin-list 0,2)");
-	else if (p->c.pin != PB_PIN_OPT_LIST ||
+	else if (p->c.pin != PB_PIN_LIST ||
 		 pb_pin_parse_list(p->c.pin_list, list, PB_PIN_MAX, err, len) >= 0)
 		return 0;
 	/* (a bad --pin-list: pb_pin_parse_list wrote err) */
@@ -207,7 +218,6 @@ static void mp_write_failed(const struct mp_ctx *ctx, int err)
 
 static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv)
 {
-	static const uint64_t barrier_size[] = { 0 };
 	struct mp_meet *meet = NULL;
 	void *tctx = NULL;
 	FILE *csv = NULL;
@@ -225,19 +235,7 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 		rc = mp_agree(ctx, rc, rc ? "cannot allocate the test's buffers" : "");
 	}
 	if (!rc) {
-		bool barrier = !strcmp(t->name, "barrier");
-		struct pb_engine_params ep = {
-			.layer = "mpi", .test = t->name,
-			.variant = ctx->p->back_to_back ? "back_to_back" : NULL,
-			.lat_kind = t->lat_kind,
-			.sizes = barrier ? barrier_size : ctx->p->c.sizes.v,
-			.n_sizes = barrier ? 1 : ctx->p->c.sizes.n,
-			.iterations = ctx->p->c.iterations, .warmup = ctx->p->c.warmup,
-			.duration_s = ctx->p->c.duration_s,
-			.window = t->kind == MP_KIND_PAIR && strcmp(t->name, "latency") ? ctx->p->window : 0,
-			.pairs = ctx->pairs,
-			.shared_iterations = t->kind == MP_KIND_ALL,
-		};
+		struct pb_engine_params ep;
 		struct pb_engine_role role = {
 			.measuring = t->kind == MP_KIND_ALL || ctx->side == MP_SIDE_A,
 			.leader = ctx->rank == 0, .pair_id = ctx->pair_id,
@@ -248,8 +246,12 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 					.table = ctx->rank == 0 && !ctx->p->c.quiet ? stderr : NULL };
 		struct mp_guard g = { .inner = t->ops, .ictx = tctx, .ctx = ctx };
 
-		if (!strcmp(t->name, "loaded_lat") && ctx->pairs < 2 && ctx->rank == 0)
-			pb_log_warn("loaded_lat with 1 pair has no load: the row is flagged no_load");
+		pb_run_engine_params(&t->info, "mpi", &ctx->p->c,
+				     ctx->p->back_to_back ? "back_to_back" : NULL, ctx->p->window,
+				     ctx->pairs, &ep);
+		if (ctx->pairs < t->info.min_pairs && ctx->rank == 0)
+			pb_log_warn("%s with 1 pair has no load: the row is flagged no_load",
+				    t->info.name);
 		errno = 0;
 		rc = pb_engine_run(&ep, &role, &mp_meet_ops, meet, &mp_guard_ops, &g, &sink);
 		if (sink.csv && ferror(sink.csv))
@@ -332,10 +334,10 @@ int main(int argc, char **argv)
 		else if (ctx.rank == 0 && p.c.print_schema)
 			pb_schema_print(stdout);
 		else if (ctx.rank == 0)
-			mp_test_list(stdout);
+			rc = mp_test_list(stdout, p.c.list_format);
 		mp_watchdog_stop(ctx.wd);
 		MPI_Finalize();
-		return PB_EXIT_OK;
+		return pb_exit_code(rc);
 	}
 	ctx.pairs_given = pb_opts_given(mp_opts, MP_N_OPTS, &res, "pairs");
 	mp_watchdog_arm(ctx.wd, "the start-up", (uint64_t)(p.c.timeout_s * 1e9));

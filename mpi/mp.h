@@ -63,6 +63,8 @@ struct mp_ctx {
 	char peer_label[96];
 	/* placement */
 	int cpu, numa_node;
+	int pu;                      /* PU bound by pairbench; -1 none (launcher's binding, --pin none) */
+	bool pin_verified;           /* the binding read back equals the request */
 	char binding[80];            /* "launcher {0}", "pairbench PU 1", "none" */
 	uint64_t timeout_ns;
 	struct mp_watchdog *wd;
@@ -73,20 +75,28 @@ struct mp_ctx {
 	FILE *env_json;              /* rank 0: --env-json, opened before the run; NULL = none */
 };
 
-/* A test: name, kind, one-line summary and how to build its ops. */
+/*
+ * A test: what is true of it (info: printed by --list-tests --format json),
+ * how its ranks are arranged and how to build its ops.  No test name appears
+ * in a condition outside the tables.
+ */
 enum mp_kind { MP_KIND_PAIR, MP_KIND_ALL };
 
 struct mp_test {
-	const char *name;
-	enum mp_kind kind;
-	const char *lat_kind;        /* "half_rtt" | "op" | NULL */
-	const char *summary;
+	struct pb_test_info info;
+	enum mp_kind kind;           /* PAIR: side A measures; ALL: every rank, per-iteration max */
 	/* Allocate the test context; 0 or -errno. */
 	int (*create)(struct mp_ctx *ctx, const struct mp_test *t, void **tctx);
 	void (*destroy)(void *tctx);
 	const struct pb_test_ops *ops;
 	int sub;                     /* per-family selector (e.g. which collective) */
 };
+
+/* Primary metric and its direction, as designated initialisers of struct pb_test_info. */
+#define MP_LOWER_LAT .primary_metric = "lat_us_p50", .higher_is_worse = true
+#define MP_HIGHER(col) .primary_metric = col, .higher_is_worse = false
+/* The end of a table. */
+#define MP_TESTS_END { .info = { .name = NULL } }
 
 extern const struct mp_test mp_tests_latency[];
 extern const struct mp_test mp_tests_bw[];
@@ -96,8 +106,9 @@ extern const struct mp_test mp_tests_halo[];
 
 /* Find a test by name; NULL if unknown. */
 const struct mp_test *mp_test_find(const char *name);
-/* Print "name  summary" lines. */
-void mp_test_list(FILE *f);
+/* Print the test table in fmt (enum pb_list_format). */
+/* -E2BIG (nothing printed) when the tables hold more than PB_TESTS_MAX tests. */
+int mp_test_list(FILE *f, int fmt);
 
 /* --- mp_world.c --- */
 /*

@@ -201,15 +201,18 @@ static const struct pb_test_ops mp_bw_ops = {
 	.timed = mp_bw_timed,
 };
 
+#define MP_BW(nm, which, lbl, k, metric, what)                                                   \
+	{ .info = { .name = nm, .label = lbl, .summary = what, .kind = k, MP_HIGHER(metric),      \
+		    .payload = true, .window = true, .min_pairs = 1 },                           \
+	  .kind = MP_KIND_PAIR, .create = mp_bw_create, .destroy = mp_bw_destroy,              \
+	  .ops = &mp_bw_ops, .sub = which }
+
 const struct mp_test mp_tests_bw[] = {
-	{ "bw", MP_KIND_PAIR, NULL,
-	  "multi-pair streaming bandwidth (windows of MPI_Isend, one final ack), aggregate over the global window",
-	  mp_bw_create, mp_bw_destroy, &mp_bw_ops, MP_BW_UNI },
-	{ "bibw", MP_KIND_PAIR, NULL,
-	  "multi-pair bidirectional bandwidth (both sides stream at once); iterations, bytes and messages of both directions",
-	  mp_bw_create, mp_bw_destroy, &mp_bw_ops, MP_BW_BIDIR },
-	{ "msgrate", MP_KIND_PAIR, NULL,
-	  "multi-pair message rate: windows of MPI_Isend, receiver acks every window (osu_mbw_mr method, correct aggregate)",
-	  mp_bw_create, mp_bw_destroy, &mp_bw_ops, MP_BW_MSGRATE },
-	{ 0 },
+	MP_BW("bw", MP_BW_UNI, "MPI bandwidth", PB_TK_BANDWIDTH, "bw_gbit_s",
+	      "multi-pair streaming bandwidth (windows of MPI_Isend, one final ack), aggregate over the global window"),
+	MP_BW("bibw", MP_BW_BIDIR, "MPI bidirectional bandwidth", PB_TK_BANDWIDTH, "bw_gbit_s",
+	      "multi-pair bidirectional bandwidth (both sides stream at once); iterations, bytes and messages of both directions"),
+	MP_BW("msgrate", MP_BW_MSGRATE, "MPI message rate", PB_TK_MESSAGE_RATE, "msg_rate_per_s",
+	      "multi-pair message rate: windows of MPI_Isend, receiver acks every window (osu_mbw_mr method, correct aggregate)"),
+	MP_TESTS_END,
 };

@@ -226,17 +226,32 @@ static const struct pb_test_ops mp_coll_ops = {
 	.timed = mp_coll_timed,
 };
 
-#define MP_COLL(name, sub, what) \
-	{ name, MP_KIND_ALL, "op", what, mp_coll_create, mp_coll_destroy, &mp_coll_ops, sub }
+#define MP_COLL_P(nm, which, lbl, root, has_payload, what)                                      \
+	{ .info = { .name = nm, .label = lbl, .summary = what, .kind = PB_TK_COLLECTIVE,         \
+		    .lat_kind = "op", MP_LOWER_LAT, .payload = has_payload,                       \
+		    .fixed_size = !(has_payload), .rooted = root, .min_pairs = 1,                 \
+		    .agg_iterations = PB_AGG_SHARED },                                            \
+	  .kind = MP_KIND_ALL, .create = mp_coll_create, .destroy = mp_coll_destroy,           \
+	  .ops = &mp_coll_ops, .sub = which }
+#define MP_COLL(nm, which, lbl, root, what) MP_COLL_P(nm, which, lbl, root, true, what)
 
 const struct mp_test mp_tests_coll[] = {
-	MP_COLL("barrier", MP_C_BARRIER, "MPI_Barrier; per-iteration max over ranks"),
-	MP_COLL("bcast", MP_C_BCAST, "MPI_Bcast of size bytes (root 0 or --root-rotate)"),
-	MP_COLL("reduce", MP_C_REDUCE, "MPI_Reduce of size bytes (double sum, or byte OR when size % 8)"),
-	MP_COLL("allreduce", MP_C_ALLREDUCE, "MPI_Allreduce of size bytes (double sum, or byte OR)"),
-	MP_COLL("gather", MP_C_GATHER, "MPI_Gather of size bytes per rank"),
-	MP_COLL("scatter", MP_C_SCATTER, "MPI_Scatter of size bytes per rank"),
-	MP_COLL("allgather", MP_C_ALLGATHER, "MPI_Allgather of size bytes per rank"),
-	MP_COLL("alltoall", MP_C_ALLTOALL, "MPI_Alltoall of size bytes per rank pair"),
-	{ 0 },
+	/* no payload: one point of size 0 */
+	MP_COLL_P("barrier", MP_C_BARRIER, "MPI_Barrier latency", false, false,
+		  "MPI_Barrier; per-iteration max over ranks"),
+	MP_COLL("bcast", MP_C_BCAST, "MPI_Bcast latency", true,
+		"MPI_Bcast of size bytes (root 0 or --root-rotate)"),
+	MP_COLL("reduce", MP_C_REDUCE, "MPI_Reduce latency", true,
+		"MPI_Reduce of size bytes (double sum, or byte OR when size % 8)"),
+	MP_COLL("allreduce", MP_C_ALLREDUCE, "MPI_Allreduce latency", false,
+		"MPI_Allreduce of size bytes (double sum, or byte OR)"),
+	MP_COLL("gather", MP_C_GATHER, "MPI_Gather latency", true,
+		"MPI_Gather of size bytes per rank"),
+	MP_COLL("scatter", MP_C_SCATTER, "MPI_Scatter latency", true,
+		"MPI_Scatter of size bytes per rank"),
+	MP_COLL("allgather", MP_C_ALLGATHER, "MPI_Allgather latency", false,
+		"MPI_Allgather of size bytes per rank"),
+	MP_COLL("alltoall", MP_C_ALLTOALL, "MPI_Alltoall latency", false,
+		"MPI_Alltoall of size bytes per rank pair"),
+	MP_TESTS_END,
 };

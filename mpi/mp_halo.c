@@ -117,8 +117,11 @@ static const struct pb_test_ops mp_halo_ops = {
 };
 
 const struct mp_test mp_tests_halo[] = {
-	{ "halo", MP_KIND_ALL, "op",
-	  "2-D halo exchange (NRL Halo style): Irecv/Isend with 4 or 8 neighbours of a periodic grid, size bytes each",
-	  mp_halo_create, mp_halo_destroy, &mp_halo_ops, 0 },
-	{ 0 },
+	{ .info = { .name = "halo", .label = "MPI 2-D halo exchange",
+		    .summary = "2-D halo exchange (NRL Halo style): Irecv/Isend with 4 or 8 neighbours of a periodic grid, size bytes each",
+		    .kind = PB_TK_HALO, .lat_kind = "op", MP_LOWER_LAT, .payload = true,
+		    .min_pairs = 1, .agg_iterations = PB_AGG_SHARED },
+	  .kind = MP_KIND_ALL, .create = mp_halo_create, .destroy = mp_halo_destroy,
+	  .ops = &mp_halo_ops },
+	MP_TESTS_END,
 };

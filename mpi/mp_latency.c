@@ -157,8 +157,11 @@ static const struct pb_test_ops mp_lat_ops = {
 };
 
 const struct mp_test mp_tests_latency[] = {
-	{ "latency", MP_KIND_PAIR, "half_rtt",
-	  "multi-pair ping-pong (MPI_Send/MPI_Recv), half round trip, all pairs at once",
-	  mp_lat_create, mp_lat_destroy, &mp_lat_ops, 0 },
-	{ 0 },
+	{ .info = { .name = "latency", .label = "MPI ping-pong latency",
+		    .summary = "multi-pair ping-pong (MPI_Send/MPI_Recv), half round trip, all pairs at once",
+		    .kind = PB_TK_LATENCY, .lat_kind = "half_rtt", MP_LOWER_LAT, .payload = true,
+		    .min_pairs = 1 },
+	  .kind = MP_KIND_PAIR, .create = mp_lat_create, .destroy = mp_lat_destroy,
+	  .ops = &mp_lat_ops },
+	MP_TESTS_END,
 };

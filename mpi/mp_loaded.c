@@ -124,8 +124,11 @@ static const struct pb_test_ops mp_loaded_ops = {
 };
 
 const struct mp_test mp_tests_loaded[] = {
-	{ "loaded_lat", MP_KIND_PAIR, "half_rtt",
-	  "pair 0 measures ping-pong latency while pairs 1..N-1 stream (bandwidth load) until it is done",
-	  mp_loaded_create, mp_loaded_destroy, &mp_loaded_ops, 0 },
-	{ 0 },
+	{ .info = { .name = "loaded_lat", .label = "MPI latency under load",
+		    .summary = "pair 0 measures ping-pong latency while pairs 1..N-1 stream (bandwidth load) until it is done",
+		    .kind = PB_TK_LOADED_LATENCY, .lat_kind = "half_rtt", MP_LOWER_LAT,
+		    .payload = true, .window = true, .min_pairs = 2 },
+	  .kind = MP_KIND_PAIR, .create = mp_loaded_create, .destroy = mp_loaded_destroy,
+	  .ops = &mp_loaded_ops },
+	MP_TESTS_END,
 };

@@ -260,9 +260,31 @@ static void mp_meet_fail(void *mctx, const char *reason)
 	mp_watchdog_arm(ctx->wd, "the failure path", ctx->timeout_ns);
 }
 
+/* A rank of this node failed (ranks on other nodes: the watchdog ends the job). */
+static bool mp_meet_aborted(void *mctx, char *why, size_t len)
+{
+	struct mp_meet *m = mctx;
+
+	return shm_sync_aborted(m->ctx->shm, why, len);
+}
+
+/* Progress of this node's ranks (their shm barriers' deadlines follow it). */
+static void mp_meet_progress(void *mctx)
+{
+	shm_sync_progress(((struct mp_meet *)mctx)->ctx->shm);
+}
+
+static uint64_t mp_meet_progress_count(void *mctx)
+{
+	return shm_sync_progress_count(((struct mp_meet *)mctx)->ctx->shm);
+}
+
 const struct pb_meet_ops mp_meet_ops = {
 	.barrier = mp_meet_barrier,
 	.publish = mp_meet_publish,
 	.collect = mp_meet_collect,
 	.fail = mp_meet_fail,
+	.aborted = mp_meet_aborted,
+	.progress = mp_meet_progress,
+	.progress_count = mp_meet_progress_count,
 };

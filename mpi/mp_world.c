@@ -14,8 +14,9 @@
 
 #include "pb_clock.h"
 #include "pb_log.h"
-#include "pb_version.h"
+#include "pb_env.h"
 #include "pb_pin.h"
+#include "pb_run.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@
 /* What each rank knows about itself; gathered for pairing and the record. */
 struct mp_rank_info {
 	int32_t rank, node_leader, node_id, node_rank;
-	int32_t side, peer, pair_id, cpu, numa_node;
+	int32_t side, peer, pair_id, cpu, numa_node, pu, verified;
 	char host[64];
 	char binding[80];
 };
@@ -91,7 +92,7 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 		if (pairs_given && 2 * ctx->p->c.pairs != (uint64_t)ctx->size) {
 			snprintf(err, errlen,
 				 "--test %s uses every rank; --pairs %llu means %llu ranks but the job has %d (drop --pairs or start 2 x pairs ranks)",
-				 t->name, (unsigned long long)ctx->p->c.pairs,
+				 t->info.name, (unsigned long long)ctx->p->c.pairs,
 				 2 * (unsigned long long)ctx->p->c.pairs, ctx->size);
 			return -EINVAL;
 		}
@@ -102,7 +103,7 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 	if (ctx->size % 2) {
 		snprintf(err, errlen,
 			 "--test %s pairs ranks and needs an even number of ranks; the job has %d (start 2 x pairs ranks, e.g. mpirun -np 2)",
-			 t->name, ctx->size);
+			 t->info.name, ctx->size);
 		return -EINVAL;
 	}
 	unsigned pairs = (unsigned)ctx->size / 2;
@@ -115,7 +116,7 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 	}
 	if (ctx->n_nodes > 2) {
 		snprintf(err, errlen,
-			 "--test %s pairs two nodes but the ranks are on %d nodes (use -H a,b)", t->name,
+			 "--test %s pairs two nodes but the ranks are on %d nodes (use -H a,b)", t->info.name,
 			 ctx->n_nodes);
 		return -EINVAL;
 	}
@@ -124,7 +125,7 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 	if (ctx->n_nodes == 2 && count[0] != count[1]) {
 		snprintf(err, errlen,
 			 "--test %s across two nodes needs as many ranks on each node; node 0 (%s) has %d, node 1 has %d (use --map-by node or -npernode)",
-			 t->name, infos[0].host, count[0], count[1]);
+			 t->info.name, infos[0].host, count[0], count[1]);
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < pairs; i++) {
@@ -204,30 +205,16 @@ static int mp_world_shm(struct mp_ctx *ctx, char *err, size_t errlen)
 static int mp_world_plan(struct mp_ctx *ctx, hwloc_topology_t topo, int *pu, char *err,
 			 size_t errlen)
 {
-	static const enum pb_pin_policy map[] = {
-		[PB_PIN_OPT_NEAR_DEVICE] = PB_PIN_NEAR_DEVICE, [PB_PIN_OPT_COMPACT] = PB_PIN_COMPACT,
-		[PB_PIN_OPT_SCATTER] = PB_PIN_SCATTER, [PB_PIN_OPT_LIST] = PB_PIN_LIST,
-		[PB_PIN_OPT_NONE] = PB_PIN_NONE,
-	};
-	struct pb_pin_request req = { .policy = map[ctx->p->c.pin],
-				      .nprocs = (unsigned)ctx->node_size,
-				      .allow_oversubscribe = ctx->p->c.allow_oversubscribe };
+	struct pb_pin_request req;
 	unsigned list[PB_PIN_MAX];
 	struct pb_pin_plan *plan = malloc(sizeof(*plan));
 	int rc;
 
 	if (!plan)
 		return -ENOMEM;
-	if (req.policy == PB_PIN_LIST) {
-		rc = pb_pin_parse_list(ctx->p->c.pin_list, list, PB_PIN_MAX, err, errlen);
-		if (rc < 0) {
-			free(plan);
-			return rc;
-		}
-		req.list = list;
-		req.nlist = (size_t)rc;
-	}
-	rc = pb_pin_plan_make(topo, &req, plan, err, errlen);
+	rc = pb_run_pin_request(&ctx->p->c, (unsigned)ctx->node_size, list, &req, err, errlen);
+	if (!rc)
+		rc = pb_pin_plan_make(topo, &req, plan, err, errlen);
 	if (!rc) {
 		*pu = plan->pu[ctx->node_rank];
 		if (plan->note[0] && ctx->node_rank == 0)
@@ -263,13 +250,13 @@ static int mp_world_pin(struct mp_ctx *ctx, char *err, size_t errlen)
 
 		/* The launcher's binding wins, but a --pin-list that could not be
 		 * applied is still an error, not silently ignored. */
-		if (ctx->p->c.pin == PB_PIN_OPT_LIST)
+		if (ctx->p->c.pin == PB_PIN_LIST)
 			rc = mp_world_plan(ctx, topo, &pu, err, errlen);
 		hwloc_bitmap_list_snprintf(set, sizeof(set), cur);
 		snprintf(ctx->binding, sizeof(ctx->binding), "launcher {%s}", set);
 		if (!rc)
 			rc = pb_pin_apply(topo, -1, &rep, err, errlen);
-	} else if (ctx->p->c.pin == PB_PIN_OPT_NONE) {
+	} else if (ctx->p->c.pin == PB_PIN_NONE) {
 		snprintf(ctx->binding, sizeof(ctx->binding), "none");
 		rc = pb_pin_apply(topo, -1, &rep, err, errlen);
 	} else {
@@ -282,6 +269,8 @@ static int mp_world_pin(struct mp_ctx *ctx, char *err, size_t errlen)
 	if (!rc) {
 		ctx->cpu = rep.cpu;
 		ctx->numa_node = rep.numa_node;
+		ctx->pu = rep.pu_bound;
+		ctx->pin_verified = rep.verified;
 	}
 	hwloc_bitmap_free(cur);
 	hwloc_topology_destroy(topo);
@@ -376,24 +365,6 @@ int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t)
 	return rc;
 }
 
-static void mp_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static void mp_print_pairing(const struct mp_ctx *ctx, const struct mp_test *t,
 			     const struct mp_rank_info *in)
 {
@@ -413,24 +384,29 @@ static void mp_print_pairing(const struct mp_ctx *ctx, const struct mp_test *t,
 	}
 }
 
+/* "placement": every rank (struct pb_place) plus its node, binding, side, peer, clock offset. */
 static void mp_json_ranks(FILE *f, const struct mp_ctx *ctx, const struct mp_rank_info *in)
 {
-	fprintf(f, "  \"ranks\": [\n");
+	pb_env_placement_begin(f);
 	for (int r = 0; r < ctx->size; r++) {
 		const struct mp_rank_info *a = &in[r];
+		struct pb_place pl = {
+			.pair = a->pair_id, .member = r, .pu = a->pu, .cpu = a->cpu,
+			.numa_node = a->numa_node, .verified = a->verified,
+			.role = a->side == MP_SIDE_A ? "A" : a->side == MP_SIDE_B ? "B" : "rank",
+		};
 
-		fprintf(f, "    {\"rank\": %d, \"node\": %d, \"node_rank\": %d, \"host\": ", r,
+		pb_env_place(f, &pl, r == 0);
+		fprintf(f, ", \"rank\": %d, \"node\": %d, \"node_rank\": %d, \"host\": ", r,
 			a->node_id, a->node_rank);
-		mp_json_str(f, a->host);
-		fprintf(f, ", \"cpu\": %d, \"numa_node\": %d, \"binding\": ", a->cpu, a->numa_node);
-		mp_json_str(f, a->binding);
-		fprintf(f, ", \"side\": \"%s\", \"pair\": %d, \"peer\": %d, \"clock_offset_ns\": %lld}%s\n",
-			a->side == MP_SIDE_A ? "A" : a->side == MP_SIDE_B ? "B" : "",
-			a->pair_id, a->peer,
-			ctx->clock_offset_ns ? (long long)ctx->clock_offset_ns[r] : 0LL,
-			r + 1 < ctx->size ? "," : "");
+		pb_env_str(f, a->host);
+		fputs(", \"binding\": ", f);
+		pb_env_str(f, a->binding);
+		fprintf(f, ", \"peer\": %d, \"clock_offset_ns\": %lld}", a->peer,
+			ctx->clock_offset_ns ? (long long)ctx->clock_offset_ns[r] : 0LL);
 	}
-	fprintf(f, "  ],\n");
+	pb_env_placement_end(f);
+	fputs(",\n", f);
 }
 
 static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
@@ -443,19 +419,14 @@ static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 
 	MPI_Get_library_version(lib, &len);
 	MPI_Get_version(&major, &minor);
-	fprintf(f, "{\n  \"tool\": \"pairbench-mpi\", \"version\": \"%s\", \"git_commit\": \"%s\",\n",
-		pb_version(), pb_git_commit());
-	fprintf(f, "  \"layer\": \"mpi\", \"test\": \"%s\", \"host\": ", t->name);
-	mp_json_str(f, ctx->host);
-	fprintf(f, ",\n  \"mpi_library\": ");
-	mp_json_str(f, lib);
+	pb_env_head(f, "pairbench-mpi", "mpi", t->info.name, ctx->host);
+	fprintf(f, "  \"mpi_library\": ");
+	pb_env_str(f, lib);
 	fprintf(f, ",\n  \"mpi_standard\": \"%d.%d\", \"world_size\": %d, \"nodes\": %d, \"pairs\": %u,\n",
 		major, minor, ctx->size, ctx->n_nodes, ctx->pairs);
 	fprintf(f, "  \"pairing\": \"%s\",\n",
 		t->kind == MP_KIND_ALL ? "all ranks" : ctx->n_nodes == 2 ? "cross-node" : "intra-node");
-	fprintf(f, "  \"clock\": {\"source\": \"%s\", \"kernel_clocksource\": \"%s\", \"cost_ns\": %.1f, \"resolution_ns\": %.1f, \"offset_error_ns\": %.0f},\n",
-		ci->source ? ci->source : "CLOCK_MONOTONIC_RAW", ci->kernel_clocksource,
-		ci->cost_ns, ci->resolution_ns, ctx->clock_offset_err_ns);
+	pb_env_clock(f, ci, ctx->clock_offset_err_ns);
 	fprintf(f, "  \"options\": {\"window\": %llu, \"back_to_back\": %s, \"root_rotate\": %s, \"halo_neighbours\": %llu, \"bind_mode\": \"%s\", \"timeout_s\": %g},\n",
 		(unsigned long long)ctx->p->window, ctx->p->back_to_back ? "true" : "false",
 		ctx->p->root_rotate ? "true" : "false", (unsigned long long)ctx->p->halo_neighbours,
@@ -463,7 +434,7 @@ static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 	mp_json_ranks(f, ctx, in);
 	fprintf(f, "  \"argv\": [");
 	for (int i = 0; i < argc; i++) {
-		mp_json_str(f, argv[i]);
+		pb_env_str(f, argv[i]);
 		fputs(i + 1 < argc ? ", " : "", f);
 	}
 	fprintf(f, "]\n}\n");
@@ -480,7 +451,8 @@ int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char 
 	struct mp_rank_info me = { .rank = ctx->rank, .node_id = ctx->node_id,
 				   .node_rank = ctx->node_rank, .side = ctx->side, .peer = ctx->peer,
 				   .pair_id = t->kind == MP_KIND_ALL ? -1 : (int)ctx->pair_id,
-				   .cpu = ctx->cpu, .numa_node = ctx->numa_node };
+				   .cpu = ctx->cpu, .numa_node = ctx->numa_node, .pu = ctx->pu,
+				   .verified = ctx->pin_verified };
 	struct mp_rank_info *in = NULL;
 	int rc = 0;
 
@@ -500,11 +472,7 @@ int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char 
 		mp_print_pairing(ctx, t, in);
 		/* Rank 0's clock stands for all: the ranks of a run share a kernel
 		 * configuration (and, across nodes, the offset error is recorded). */
-		rc = pb_clock_calibrate(&ci);
-		if (rc)
-			pb_log_error("clock calibration: %s", strerror(-rc));
-		else if (!ctx->p->c.quiet)
-			pb_clock_warn_if_slow(&ci);
+		rc = pb_run_clock(&ctx->p->c, &ci);
 		if (!rc && ctx->env_json)
 			rc = mp_write_env(ctx, t, in, &ci, argc, argv);
 		free(in);

@@ -134,9 +134,29 @@ static void shm_meet_fail(void *ctx, const char *reason)
 	shm_sync_abort(m->sync, (int)m->member, reason);
 }
 
+static bool shm_meet_aborted(void *ctx, char *why, size_t len)
+{
+	struct shm_meet *m = ctx;
+
+	return shm_sync_aborted(m->sync, why, len);
+}
+
+static void shm_meet_progress(void *ctx)
+{
+	shm_sync_progress(((struct shm_meet *)ctx)->sync);
+}
+
+static uint64_t shm_meet_progress_count(void *ctx)
+{
+	return shm_sync_progress_count(((struct shm_meet *)ctx)->sync);
+}
+
 const struct pb_meet_ops shm_meet_ops = {
 	.barrier = shm_meet_barrier,
 	.publish = shm_meet_publish,
 	.collect = shm_meet_collect,
 	.fail = shm_meet_fail,
+	.aborted = shm_meet_aborted,
+	.progress = shm_meet_progress,
+	.progress_count = shm_meet_progress_count,
 };

@@ -29,7 +29,6 @@
 #define VB_MAX_WORKERS (2 * VB_MAX_PAIRS)
 
 enum vb_op { VB_OP_WRITE, VB_OP_READ, VB_OP_SEND, VB_OP_ATOMIC };
-enum vb_kind { VB_KIND_LAT, VB_KIND_BW, VB_KIND_LOADED };
 enum vb_side { VB_CLIENT, VB_SERVER };
 
 /* Options (filled from the option table in vb_main.c). */
@@ -58,23 +57,35 @@ struct vb_params {
 
 struct vb_worker;
 
-/* One entry of the test table. */
+/*
+ * What one worker of a test runs: the engine's ops and the MR access its data
+ * buffer needs.  probe: its end of a point stops the load; until_probe: its
+ * stream runs until the probe is done.
+ */
+struct vb_role {
+	const struct pb_test_ops *ops;
+	int access;              /* IBV_ACCESS_*; with --bidir each side has both sides' access */
+	bool probe, until_probe;
+};
+
+/*
+ * One entry of the test table: everything that is true of a test (info is
+ * printed by --list-tests --format json).  No test name or kind appears in a
+ * condition outside the table (vb_main.c); the rules that read it are below.
+ */
 struct vb_test {
-	const char *name;
-	const char *summary;
-	enum vb_kind kind;
+	struct pb_test_info info;
 	enum vb_op op;
-	const char *lat_kind;    /* half_rtt | full_rtt | NULL */
-	bool bidir_ok;
-	const char *const *variants;  /* NULL-terminated, first = default; NULL = none */
-	/* Per side: the engine's test ops for this worker. */
-	const struct pb_test_ops *(*ops)(const struct vb_worker *w);
-	/* MR access this side's data buffer needs. */
-	int (*access)(const struct vb_params *p, enum vb_side side, unsigned pair);
+	struct vb_role client, server;           /* every pair; with load roles: pair 0 */
+	struct vb_role load_client, load_server; /* pairs 1..N-1; ops NULL = the test has no load */
 };
 
 extern const struct vb_test vb_tests[];
 const struct vb_test *vb_test_find(const char *name);
+/* The role of the worker on side of pair. */
+const struct vb_role *vb_test_role(const struct vb_test *t, enum vb_side side, unsigned pair);
+/* MR access of that worker's data buffer. */
+int vb_test_access(const struct vb_test *t, enum vb_side side, unsigned pair, bool bidir);
 
 /* What the probe child learnt about the device (written into struct vb_shared). */
 struct vb_probe {
@@ -147,7 +158,7 @@ struct vb_ctrl {
  * waited.  Progress is the caller's counter (progress: replies, completions,
  * receives); for a wait on the peer's own pace (VB_WATCH_PEER: pair sync,
  * the passive side of a stream) also the node group's progress counter
- * (shm_sync_progress) and, across nodes, the peer's progress word read with
+ * (pb_meet_ops.progress) and, across nodes, the peer's progress word read with
  * an 8-byte RDMA read every quarter of --timeout ("peek").
  */
 struct vb_watch {
@@ -172,11 +183,11 @@ struct vb_remote {
 struct vb_worker {
 	const struct vb_params *p;
 	const struct vb_test *test;
+	const struct vb_role *role;  /* vb_test_role() of this worker */
 	struct vb_shared *shared;
 	enum vb_side side;
 	unsigned pair, member;
 	bool measuring;           /* publishes results: client side (loaded_lat: every client) */
-	bool loaded_probe;        /* loaded_lat pair 0 */
 	char host[64], peer[64];
 	/* synchronisation */
 	struct shm_sync *sync;
@@ -289,7 +300,7 @@ int vb_stream_signal(struct vb_worker *w, uint64_t count);
 void vb_flag(struct pb_timed *t, const char *flag);
 
 /* vb_bw.c: the windowed stream of the *_bw tests (the pre-built WR carries the opcode). */
-const struct pb_test_ops *vb_bw_ops(const struct vb_worker *w);
+extern const struct pb_test_ops vb_bw_client, vb_bw_server;
 /* Engine ops of a side with nothing to do but wait for the peer's end of stream. */
 extern const struct pb_test_ops vb_passive_ops;
 /* Passive side of a stream: wait for the peer's end of stream (send: receive it). 0 or -errno. */
@@ -302,15 +313,11 @@ int vb_validate_run(struct vb_worker *w, bool selftest);
 void vb_pattern_fill(uint8_t *b, uint64_t len, unsigned pair, uint64_t iter);
 int64_t vb_pattern_check(const uint8_t *b, uint64_t len, unsigned pair, uint64_t iter);
 
-/* Per-operation files: op tables by side. */
-const struct pb_test_ops *vb_write_ops(const struct vb_worker *w);
-const struct pb_test_ops *vb_read_ops(const struct vb_worker *w);
-const struct pb_test_ops *vb_send_ops(const struct vb_worker *w);
-const struct pb_test_ops *vb_atomic_ops(const struct vb_worker *w);
-int vb_write_access(const struct vb_params *p, enum vb_side side, unsigned pair);
-int vb_read_access(const struct vb_params *p, enum vb_side side, unsigned pair);
-int vb_send_access(const struct vb_params *p, enum vb_side side, unsigned pair);
-int vb_atomic_access(const struct vb_params *p, enum vb_side side, unsigned pair);
+/* Per-operation files: the ops of each side of their latency test. */
+extern const struct pb_test_ops vb_write_lat_client, vb_write_lat_server;
+extern const struct pb_test_ops vb_read_lat_client;
+extern const struct pb_test_ops vb_send_lat_client, vb_send_lat_server;
+extern const struct pb_test_ops vb_atomic_client;   /* the variant picks fadd or cswap */
 
 /* vb_launch.c */
 /* Run; rows to csv, the environment record to env (NULL: none). Returns the exit code. */

@@ -41,48 +41,27 @@ vb_cswap_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 	return vb_atomic_iter(w, s, i, true);
 }
 
-static int vb_fadd_timed(void *ctx, struct pb_timed *t)
+static bool vb_is_cswap(const struct vb_worker *w)
 {
+	return w->p->variant && !strcmp(w->p->variant, "cswap");
+}
+
+/* The variant picks the loop once per block, never inside it. */
+static int vb_atomic_timed(void *ctx, struct pb_timed *t)
+{
+	if (vb_is_cswap(ctx))
+		return vb_lat_timed(ctx, t, vb_cswap_iter, 1);
 	return vb_lat_timed(ctx, t, vb_fadd_iter, 1);
 }
 
-static int vb_fadd_warmup(void *ctx, uint64_t size, uint64_t n)
+static int vb_atomic_warmup(void *ctx, uint64_t size, uint64_t n)
 {
 	(void)size;
+	if (vb_is_cswap(ctx))
+		return vb_lat_warmup(ctx, n, vb_cswap_iter);
 	return vb_lat_warmup(ctx, n, vb_fadd_iter);
 }
 
-static int vb_cswap_timed(void *ctx, struct pb_timed *t)
-{
-	return vb_lat_timed(ctx, t, vb_cswap_iter, 1);
-}
-
-static int vb_cswap_warmup(void *ctx, uint64_t size, uint64_t n)
-{
-	(void)size;
-	return vb_lat_warmup(ctx, n, vb_cswap_iter);
-}
-
-static const struct pb_test_ops vb_fadd_client = {
-	.prepare = vb_prepare, .error = vb_error, .warmup = vb_fadd_warmup, .timed = vb_fadd_timed,
+const struct pb_test_ops vb_atomic_client = {
+	.prepare = vb_prepare, .error = vb_error, .warmup = vb_atomic_warmup, .timed = vb_atomic_timed,
 };
-static const struct pb_test_ops vb_cswap_client = {
-	.prepare = vb_prepare, .error = vb_error, .warmup = vb_cswap_warmup, .timed = vb_cswap_timed,
-};
-
-const struct pb_test_ops *vb_atomic_ops(const struct vb_worker *w)
-{
-	bool cswap = w->p->variant && !strcmp(w->p->variant, "cswap");
-
-	if (w->side == VB_SERVER)
-		return &vb_passive_ops;
-	return cswap ? &vb_cswap_client : &vb_fadd_client;
-}
-
-int vb_atomic_access(const struct vb_params *p, enum vb_side side, unsigned pair)
-{
-	(void)p;
-	(void)pair;
-	return side == VB_SERVER ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC :
-				   IBV_ACCESS_LOCAL_WRITE;
-}

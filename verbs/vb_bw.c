@@ -104,7 +104,7 @@ static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, boo
 	start = pb_clock_now_ns();
 	if (!t)
 		rc = vb_bw_loop(w, VB_BW_COUNT, n, 0, &posted, &recvd);
-	else if (w->test->kind == VB_KIND_LOADED && !t->end_by_ns)
+	else if (w->role->until_probe && !t->end_by_ns)
 		rc = vb_bw_loop(w, VB_BW_UNTIL_STOP, 0, 0, &posted, &recvd);
 	else if (t->end_by_ns)
 		rc = vb_bw_loop(w, VB_BW_DURATION, 0, t->end_by_ns, &posted, &recvd);
@@ -182,17 +182,12 @@ static int vb_bw_serve_warmup(void *ctx, uint64_t size, uint64_t n)
 	return w->p->bidir ? vb_bw_warmup(w, size, n) : vb_passive(w);
 }
 
-static const struct pb_test_ops vb_bw_client = {
+const struct pb_test_ops vb_bw_client = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_bw_warmup, .timed = vb_bw_timed,
 };
-static const struct pb_test_ops vb_bw_server = {
+const struct pb_test_ops vb_bw_server = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_bw_serve_warmup, .timed = vb_bw_serve,
 };
 const struct pb_test_ops vb_passive_ops = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_passive_warmup, .timed = vb_passive_timed,
 };
-
-const struct pb_test_ops *vb_bw_ops(const struct vb_worker *w)
-{
-	return w->side == VB_CLIENT ? &vb_bw_client : &vb_bw_server;
-}

@@ -244,7 +244,7 @@ static int vb_mr_error(struct vb_worker *w, const char *what, size_t len)
 static int vb_res_create(struct vb_worker *w, struct ibv_context *verbs)
 {
 	const char *name = ibv_get_device_name(verbs->device);
-	int access = w->test->access(w->p, w->side, w->pair);
+	int access = vb_test_access(w->test, w->side, w->pair, w->p->bidir);
 	size_t len;
 
 	if (strcmp(name, w->shared->probe.device)) {

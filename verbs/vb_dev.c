@@ -10,7 +10,7 @@
 #include "vb.h"
 
 #include "pb_clock.h"
-#include "pb_version.h"
+#include "pb_env.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -304,26 +304,34 @@ int vb_dev_probe(const struct vb_params *p, struct vb_probe *pr)
 	return pr->rc = rc;
 }
 
-/* JSON string (escapes quotes, backslashes and control characters). */
-static void vb_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static void vb_json_kv(FILE *f, const char *key, const char *val, bool comma)
 {
 	fprintf(f, "  \"%s\": ", key);
-	vb_json_str(f, val);
+	pb_env_str(f, val);
 	fprintf(f, "%s\n", comma ? "," : "");
+}
+
+/* "placement": every worker (struct pb_place) plus its QP's GID index, inline size, MTU. */
+static void vb_env_placement(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
+			     unsigned workers)
+{
+	pb_env_placement_begin(f);
+	for (unsigned m = 0; m < workers; m++) {
+		const struct vb_worker_report *r = &sh->w[m];
+		struct pb_place pl = {
+			.pair = (int)(p->loopback ? m % p->pairs : m), .member = (int)m, .pu = r->pu,
+			.role = p->loopback ? (m < p->pairs ? "client" : "server") :
+				p->side == VB_SERVER ? "server" : "client",
+			.cpu = r->cpu, .numa_node = r->numa_node, .verified = r->verified,
+		};
+
+		pb_env_place(f, &pl, m == 0);
+		fprintf(f, ", \"sgid_index\": %d, \"inline_bytes\": %d, \"path_mtu_bytes\": %d, \"note\": ",
+			r->sgid_index, r->inline_bytes, r->path_mtu);
+		pb_env_str(f, r->note);
+		fputs("}", f);
+	}
+	pb_env_placement_end(f);
 }
 
 int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
@@ -335,14 +343,9 @@ int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 
 	gethostname(host, sizeof(host) - 1);
 	uname(&un);
-	fprintf(f, "{\n");
-	vb_json_kv(f, "tool", "pairbench-verbs", true);
-	vb_json_kv(f, "version", pb_version(), true);
-	vb_json_kv(f, "git_commit", pb_git_commit(), true);
-	vb_json_kv(f, "host", host, true);
+	pb_env_head(f, "pairbench-verbs", "verbs", p->c.test, host);
 	snprintf(buf, sizeof(buf), "%s %s %s", un.sysname, un.release, un.machine);
 	vb_json_kv(f, "kernel", buf, true);
-	vb_json_kv(f, "test", p->c.test, true);
 	vb_json_kv(f, "role", p->loopback ? "loopback" : p->side == VB_SERVER ? "server" : "client", true);
 	vb_json_kv(f, "device", pr->device, true);
 	vb_json_kv(f, "devices_present", pr->devices, true);
@@ -369,29 +372,12 @@ int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 		pr->max_qp_rd_atom, pr->atomic_cap, pr->max_msg_sz);
 	fprintf(f, "  \"tx_depth\": %llu,\n  \"cq_mod\": %llu,\n  \"inline_requested\": ",
 		(unsigned long long)p->tx_depth, (unsigned long long)p->cq_mod);
-	vb_json_str(f, p->inline_size);
+	pb_env_str(f, p->inline_size);
 	fprintf(f, ",\n  \"mtu_requested_bytes\": %llu,\n", (unsigned long long)p->mtu);
-	fprintf(f, "  \"clock\": {\"source\": \"%s\", \"kernel_clocksource\": \"%s\", "
-		   "\"cost_ns\": %.2f, \"resolution_ns\": %.2f},\n",
-		ci->source ? ci->source : "CLOCK_MONOTONIC_RAW", ci->kernel_clocksource,
-		ci->cost_ns, ci->resolution_ns);
+	pb_env_clock(f, ci, -1);
 	vb_json_kv(f, "pin_policy", pb_pin_policy_names[p->c.pin], true);
 	vb_json_kv(f, "pin_note", pin_note, true);
-	fprintf(f, "  \"workers\": [\n");
-	for (unsigned m = 0; m < workers; m++) {
-		const struct vb_worker_report *r = &sh->w[m];
-		unsigned pair = p->loopback ? m % p->pairs : m;
-		const char *side = p->loopback ? (m < p->pairs ? "client" : "server") :
-				   p->side == VB_SERVER ? "server" : "client";
-
-		fprintf(f, "    {\"member\": %u, \"pair\": %u, \"side\": \"%s\", \"pu_bound\": %d, \"cpu\": %d, "
-			   "\"numa_node\": %d, \"binding_verified\": %s, \"sgid_index\": %d, \"inline_bytes\": %d, "
-			   "\"path_mtu_bytes\": %d, \"note\": ",
-			m, pair, side, r->pu, r->cpu, r->numa_node, r->verified ? "true" : "false", r->sgid_index,
-			r->inline_bytes, r->path_mtu);
-		vb_json_str(f, r->note);
-		fprintf(f, "}%s\n", m + 1 < workers ? "," : "");
-	}
-	fprintf(f, "  ]\n}\n");
+	vb_env_placement(f, p, sh, workers);
+	fputs("\n}\n", f);
 	return fflush(f) || ferror(f) ? -(errno ? errno : EIO) : 0;
 }

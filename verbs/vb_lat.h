@@ -147,7 +147,7 @@ vb_lat_timed(struct vb_worker *w, struct pb_timed *t,
 		rc = vb_lat_loop(w, VB_LAT_DURATION, iter, rtt_div, t, 0, &done);
 	else
 		rc = vb_lat_loop(w, VB_LAT_COUNT, iter, rtt_div, t, t->iterations, &done);
-	if (w->loaded_probe)  /* the loaded pairs stream until the probe is done */
+	if (w->role->probe)  /* the loaded pairs stream until the probe is done */
 		atomic_store(&w->shared->loaded_stop, (uint32_t)w->loaded_point);
 	if (rc || (rc = vb_lat_close(w, done)))
 		return rc;

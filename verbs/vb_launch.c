@@ -12,6 +12,7 @@
 #include "vb_launch.h"
 
 #include "pb_log.h"
+#include "pb_run.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -189,29 +190,20 @@ static int vb_check_device(struct vb_launch *L)
 
 static int vb_plan(struct vb_launch *L)
 {
-	static const enum pb_pin_policy map[] = { PB_PIN_NEAR_DEVICE, PB_PIN_COMPACT, PB_PIN_SCATTER,
-						  PB_PIN_LIST, PB_PIN_NONE };
 	unsigned list[PB_PIN_MAX];
-	struct pb_pin_request req = {
-		.policy = map[L->p->c.pin], .nprocs = L->members,
-		.allow_oversubscribe = L->p->c.allow_oversubscribe,
-		.pci_busid = L->sh->probe.pci_busid[0] ? L->sh->probe.pci_busid : NULL,
-	};
+	struct pb_pin_request req;
 	char err[256];
-	int rc, n;
+	int rc;
 
-	if (req.policy == PB_PIN_LIST) {
-		if (!L->p->c.pin_list) {
-			pb_log_error("--pin list needs --pin-list");
-			return -EINVAL;
-		}
-		if ((n = pb_pin_parse_list(L->p->c.pin_list, list, PB_PIN_MAX, err, sizeof(err))) < 0) {
-			pb_log_error("option --pin-list: %s", err);
-			return -EINVAL;
-		}
-		req.list = list;
-		req.nlist = (size_t)n;
+	if (L->p->c.pin == PB_PIN_LIST && !L->p->c.pin_list) {
+		pb_log_error("--pin list needs --pin-list");
+		return -EINVAL;
 	}
+	if (pb_run_pin_request(&L->p->c, L->members, list, &req, err, sizeof(err))) {
+		pb_log_error("option --pin-list: %s", err);
+		return -EINVAL;
+	}
+	req.pci_busid = L->sh->probe.pci_busid[0] ? L->sh->probe.pci_busid : NULL;
 	if ((rc = pb_pin_topology_load(&L->topo, req.policy == PB_PIN_NEAR_DEVICE))) {
 		pb_log_error("hwloc topology: %s", strerror(-rc));
 		return rc;
@@ -258,7 +250,7 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 	w->side = p->loopback ? (member < p->pairs ? VB_CLIENT : VB_SERVER) : p->side;
 	w->pair = member % p->pairs;
 	w->measuring = w->side == VB_CLIENT;
-	w->loaded_probe = w->test->kind == VB_KIND_LOADED && w->pair == 0 && w->side == VB_CLIENT;
+	w->role = vb_test_role(w->test, w->side, w->pair);
 	w->sync = L->sync;
 	w->timeout_ns = (uint64_t)(p->c.timeout_s * 1e9);
 	gethostname(w->host, sizeof(w->host) - 1);
@@ -287,14 +279,11 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 {
 	const struct vb_params *p = L->p;
-	struct pb_engine_params ep = {
-		.layer = "verbs", .test = p->c.test, .variant = vb_variant(p),
-		.lat_kind = p->test_desc->lat_kind, .sizes = p->c.sizes.v, .n_sizes = p->c.sizes.n,
-		.iterations = p->c.iterations, .warmup = p->c.warmup, .duration_s = p->c.duration_s,
-		.window = p->test_desc->kind != VB_KIND_LAT ? p->tx_depth : 0, .pairs = p->pairs,
-		.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1),
-	};
+	struct pb_engine_params ep;
 
+	pb_run_engine_params(&p->test_desc->info, "verbs", &p->c, vb_variant(p), p->tx_depth,
+			     p->pairs, &ep);
+	ep.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1);
 	return ep;
 }
 
@@ -318,7 +307,7 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 		.table = role.leader && !p->c.quiet ? stderr : NULL,
 		.progress = role.leader ? &L->sh->csv_progress : NULL,
 	};
-	int rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, w->test->ops(w), w, &sink);
+	int rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, w->role->ops, w, &sink);
 
 	if (role.leader && L->csv && (fflush(L->csv) || ferror(L->csv))) {
 		/* Said once, here; the launcher does not try the same output again. */
@@ -350,7 +339,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 
 			snprintf(why, sizeof(why), "pair %u (%s): connect: %s", w.pair, side, w.error);
 			pb_log_error("%s", why);
-			shm_sync_abort(L->sync, (int)member, why);
+			shm_meet_ops.fail(&w.meet, why);
 		}
 	} else {
 		shm_sync_abort(L->sync, (int)member, "worker set-up failed");
@@ -359,7 +348,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 		rc = vb_validate_run(&w, L->p->validate_selftest);
 		if (rc) {
 			pb_log_error("pair %u (%s): validate: %s", w.pair, side, w.error);
-			shm_sync_abort(L->sync, (int)member, w.error);
+			shm_meet_ops.fail(&w.meet, w.error);
 		}
 	} else if (!rc) {
 		rc = vb_worker_measure(L, &w);
@@ -367,7 +356,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 			pb_log_error("pair %u (%s): %s", w.pair, side, w.error);
 		/* Our own failure: the others stop now instead of waiting for us until --timeout. */
 		if (rc && rc != -ECANCELED)
-			shm_sync_abort(L->sync, (int)member, w.error[0] ? w.error : "a worker failed");
+			shm_meet_ops.fail(&w.meet, w.error[0] ? w.error : "a worker failed");
 	}
 	/* Both sides done with the buffers before either tears down. */
 	if (!rc) {
@@ -433,12 +422,8 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 	if ((rc = vb_probe(&L)) || (rc = vb_check_device(&L)) || (rc = vb_plan(&L)))
 		goto out;
 	/* Before the workers exist, so the calibration competes with nothing. */
-	if ((rc = pb_clock_calibrate(&L.clock))) {
-		pb_log_error("clock calibration: %s", strerror(-rc));
+	if ((rc = pb_run_clock(&p->c, &L.clock)))
 		goto out;
-	}
-	if (!p->c.quiet)
-		pb_clock_warn_if_slow(&L.clock);
 	if (!p->c.quiet)
 		pb_log_info("device %s port %llu (%s, %s, %.1f Gbit/s data rate), %s, %s%s",
 			    L.sh->probe.device, (unsigned long long)p->ib_port,

@@ -42,32 +42,100 @@ void vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
 
 static const char *const vb_atomic_variants[] = { "fadd", "cswap", NULL };
 
+/* MR access of a data buffer: the side written to (write), read from (read), received into,
+ * or the target of atomics; the "access" strings of --list-tests say the same. */
+#define VB_LW IBV_ACCESS_LOCAL_WRITE
+#define VB_WRITTEN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+#define VB_READ_FROM IBV_ACCESS_REMOTE_READ
+#define VB_ATOMIC_TARGET (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
+
+#define VB_LAT(lbl, lk, ...)                                                                       \
+	.label = lbl, .kind = PB_TK_LATENCY, .lat_kind = lk, .primary_metric = "lat_us_p50",      \
+	.higher_is_worse = true, .payload = true, .min_pairs = 1, __VA_ARGS__
+#define VB_BW(lbl, ...)                                                                            \
+	.label = lbl, .kind = PB_TK_BANDWIDTH, .primary_metric = "bw_gbit_s", .bidir = true,     \
+	.payload = true, .window = true, .min_pairs = 1, __VA_ARGS__
+
 const struct vb_test vb_tests[] = {
-	{ "write_lat", "RDMA write ping-pong latency (half round trip)", VB_KIND_LAT, VB_OP_WRITE,
-	  "half_rtt", false, NULL, vb_write_ops, vb_write_access },
-	{ "read_lat", "RDMA read latency (full round trip)", VB_KIND_LAT, VB_OP_READ, "full_rtt",
-	  false, NULL, vb_read_ops, vb_read_access },
-	{ "send_lat", "send/receive ping-pong latency (half round trip)", VB_KIND_LAT, VB_OP_SEND,
-	  "half_rtt", false, NULL, vb_send_ops, vb_send_access },
-	{ "atomic_lat", "atomic latency, --variant fadd|cswap (full round trip, 8 B)", VB_KIND_LAT,
-	  VB_OP_ATOMIC, "full_rtt", false, vb_atomic_variants, vb_atomic_ops, vb_atomic_access },
-	{ "write_bw", "RDMA write bandwidth and message rate (--bidir: both directions)", VB_KIND_BW,
-	  VB_OP_WRITE, NULL, true, NULL, vb_write_ops, vb_write_access },
-	{ "read_bw", "RDMA read bandwidth and message rate (--bidir: both directions)", VB_KIND_BW,
-	  VB_OP_READ, NULL, true, NULL, vb_read_ops, vb_read_access },
-	{ "send_bw", "send/receive bandwidth and message rate (--bidir: both directions)", VB_KIND_BW,
-	  VB_OP_SEND, NULL, true, NULL, vb_send_ops, vb_send_access },
-	{ "loaded_lat", "pair 0 measures write_lat while pairs 1..N-1 run write_bw (needs --pairs >= 2)",
-	  VB_KIND_LOADED, VB_OP_WRITE, "half_rtt", false, NULL, vb_write_ops, vb_write_access },
-	{ NULL, NULL, 0, 0, NULL, false, NULL, NULL, NULL },
+	{ .info = { .name = "write_lat", .summary = "RDMA write ping-pong latency (half round trip)",
+		    VB_LAT("RDMA write latency", "half_rtt", .access_client = "local_write,remote_write",
+			   .access_server = "local_write,remote_write") },
+	  .op = VB_OP_WRITE, .client = { &vb_write_lat_client, VB_WRITTEN },
+	  .server = { &vb_write_lat_server, VB_WRITTEN } },
+	{ .info = { .name = "read_lat", .summary = "RDMA read latency (full round trip)",
+		    VB_LAT("RDMA read latency", "full_rtt", .access_client = "local_write",
+			   .access_server = "remote_read") },
+	  .op = VB_OP_READ, .client = { &vb_read_lat_client, VB_LW },
+	  .server = { &vb_passive_ops, VB_READ_FROM } },
+	{ .info = { .name = "send_lat", .summary = "send/receive ping-pong latency (half round trip)",
+		    VB_LAT("send/receive latency", "half_rtt", .access_client = "local_write",
+			   .access_server = "local_write") },
+	  .op = VB_OP_SEND, .client = { &vb_send_lat_client, VB_LW },
+	  .server = { &vb_send_lat_server, VB_LW } },
+	{ .info = { .name = "atomic_lat",
+		    .summary = "atomic latency, --variant fadd|cswap (full round trip, 8 B)",
+		    VB_LAT("RDMA atomic latency", "full_rtt", .variants = vb_atomic_variants,
+			   .fixed_size = true, .fixed_size_bytes = 8, .access_client = "local_write",
+			   .access_server = "local_write,remote_atomic") },
+	  .op = VB_OP_ATOMIC, .client = { &vb_atomic_client, VB_LW },
+	  .server = { &vb_passive_ops, VB_ATOMIC_TARGET } },
+	{ .info = { .name = "write_bw",
+		    .summary = "RDMA write bandwidth and message rate (--bidir: both directions)",
+		    VB_BW("RDMA write bandwidth", .access_client = "none",
+			  .access_server = "local_write,remote_write") },
+	  .op = VB_OP_WRITE, .client = { &vb_bw_client, 0 }, .server = { &vb_bw_server, VB_WRITTEN } },
+	{ .info = { .name = "read_bw",
+		    .summary = "RDMA read bandwidth and message rate (--bidir: both directions)",
+		    VB_BW("RDMA read bandwidth", .access_client = "local_write",
+			  .access_server = "remote_read") },
+	  .op = VB_OP_READ, .client = { &vb_bw_client, VB_LW },
+	  .server = { &vb_bw_server, VB_READ_FROM } },
+	{ .info = { .name = "send_bw",
+		    .summary = "send/receive bandwidth and message rate (--bidir: both directions)",
+		    VB_BW("send/receive bandwidth", .access_client = "local_write",
+			  .access_server = "local_write") },
+	  .op = VB_OP_SEND, .client = { &vb_bw_client, VB_LW }, .server = { &vb_bw_server, VB_LW } },
+	/* pair 0: write_lat whose end of point stops the load; pairs 1..N-1: write_bw */
+	{ .info = { .name = "loaded_lat", .label = "RDMA write latency under load",
+		    .summary = "pair 0 measures write_lat while pairs 1..N-1 run write_bw (needs --pairs >= 2)",
+		    .kind = PB_TK_LOADED_LATENCY, .lat_kind = "half_rtt", .primary_metric = "lat_us_p50",
+		    .higher_is_worse = true, .payload = true, .window = true, .min_pairs = 2,
+		    .access_client = "local_write,remote_write",
+		    .access_server = "local_write,remote_write" },
+	  .op = VB_OP_WRITE, .client = { &vb_write_lat_client, VB_WRITTEN, .probe = true },
+	  .server = { &vb_write_lat_server, VB_WRITTEN },
+	  .load_client = { &vb_bw_client, 0, .until_probe = true },
+	  .load_server = { &vb_bw_server, VB_WRITTEN } },
+	{ .info = { .name = NULL } },
 };
 
 const struct vb_test *vb_test_find(const char *name)
 {
-	for (const struct vb_test *t = vb_tests; t->name; t++)
-		if (name && !strcmp(t->name, name))
+	for (const struct vb_test *t = vb_tests; t->info.name; t++)
+		if (name && !strcmp(t->info.name, name))
 			return t;
 	return NULL;
+}
+
+const struct vb_role *vb_test_role(const struct vb_test *t, enum vb_side side, unsigned pair)
+{
+	bool load = pair > 0 && t->load_client.ops;
+
+	if (side == VB_CLIENT)
+		return load ? &t->load_client : &t->client;
+	return load ? &t->load_server : &t->server;
+}
+
+int vb_test_access(const struct vb_test *t, enum vb_side side, unsigned pair, bool bidir)
+{
+	bool load = pair > 0 && t->load_client.ops;
+	const struct vb_role *c = load ? &t->load_client : &t->client;
+	const struct vb_role *s = load ? &t->load_server : &t->server;
+
+	/* Both directions at once: each side is source and target. */
+	if (bidir)
+		return c->access | s->access;
+	return side == VB_CLIENT ? c->access : s->access;
 }
 
 #define VB_P struct vb_params
@@ -176,6 +244,7 @@ done:
 static int vb_sizes(struct vb_params *p, const struct pb_opts_result *res)
 {
 	bool given = pb_opts_given(vb_opts, VB_NOPTS, res, "sizes");
+	const struct pb_test_info *t = &p->test_desc->info;
 
 	if (p->all_sizes) {
 		if (given) {
@@ -186,18 +255,48 @@ static int vb_sizes(struct vb_params *p, const struct pb_opts_result *res)
 		for (uint64_t s = 1; s <= 8ull << 20; s *= 2)
 			p->c.sizes.v[p->c.sizes.n++] = s;
 	}
-	if (p->test_desc->op == VB_OP_ATOMIC) {
-		if ((given || p->all_sizes) && (p->c.sizes.n != 1 || p->c.sizes.v[0] != 8)) {
-			pb_log_error("atomic_lat moves exactly 8 bytes: use -s 8 (or leave -s out)");
+	if (t->fixed_size) {
+		unsigned long long fixed = (unsigned long long)t->fixed_size_bytes;
+
+		if ((given || p->all_sizes) && (p->c.sizes.n != 1 || p->c.sizes.v[0] != fixed)) {
+			pb_log_error("%s moves exactly %llu bytes: use -s %llu (or leave -s out)", t->name,
+				     fixed, fixed);
 			return -EINVAL;
 		}
 		p->c.sizes.n = 1;
-		p->c.sizes.v[0] = 8;
+		p->c.sizes.v[0] = fixed;
 	}
 	p->max_size = 0;
 	for (size_t i = 0; i < p->c.sizes.n; i++)
 		if (p->c.sizes.v[i] > p->max_size)
 			p->max_size = p->c.sizes.v[i];
+	return 0;
+}
+
+/* --variant: one of the test's (the first by default), none if it has none. */
+static int vb_variant_check(struct vb_params *p, const struct pb_test_info *t)
+{
+	char names[128] = "";
+	bool ok = !p->variant;
+
+	if (p->variant && !t->variants) {
+		pb_log_error("option --variant: test %s has no variants", t->name);
+		return -EINVAL;
+	}
+	for (size_t i = 0; t->variants && t->variants[i]; i++) {
+		ok |= p->variant && !strcmp(p->variant, t->variants[i]);
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+			 t->variants[i]);
+	}
+	if (!ok) {
+		char clip[PB_CLIP_CHARS + 4];
+
+		pb_log_error("option --variant: '%s' is not a variant of %s (%s)",
+			     pb_opts_clip(p->variant, clip, sizeof(clip)), t->name, names);
+		return -EINVAL;
+	}
+	if (t->variants && !p->variant)
+		p->variant = t->variants[0];
 	return 0;
 }
 
@@ -213,24 +312,9 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 		return -EINVAL;
 	}
 	p->test_desc = t;
-	if (p->variant && !t->variants) {
-		pb_log_error("option --variant: test %s has no variants", t->name);
-		return -EINVAL;
-	}
-	if (t->variants) {
-		bool ok = !p->variant;
-
-		for (size_t i = 0; p->variant && t->variants[i]; i++)
-			ok |= !strcmp(p->variant, t->variants[i]);
-		if (!ok) {
-			pb_log_error("option --variant: '%s' is not a variant of %s (fadd, cswap)",
-				     pb_opts_clip(p->variant, err, sizeof(err)), t->name);
-			return -EINVAL;
-		}
-		if (!p->variant)
-			p->variant = t->variants[0];
-	}
-	if (p->bidir && !t->bidir_ok) {
+	if ((rc = vb_variant_check(p, &t->info)))
+		return rc;
+	if (p->bidir && !t->info.bidir) {
 		pb_log_error("option --bidir: only the bandwidth tests (write_bw, read_bw, send_bw) have it");
 		return -EINVAL;
 	}
@@ -243,8 +327,8 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 		pb_log_error("option --mtu: %llu is not one of 256, 512, 1024, 2048, 4096", (unsigned long long)p->mtu);
 		return -EINVAL;
 	}
-	if (t->kind == VB_KIND_LOADED && p->c.pairs < 2) {
-		pb_log_error("loaded_lat needs --pairs >= 2 (pair 0 probes, the others load the link)");
+	if (p->c.pairs < t->info.min_pairs) {
+		pb_log_error("%s needs --pairs >= %u", t->info.name, t->info.min_pairs);
 		return -EINVAL;
 	}
 	if (pb_common_check(&p->c, err, sizeof(err))) {
@@ -325,10 +409,14 @@ static FILE *vb_open_output(const char *opt, const char *path)
 	return f;
 }
 
-static void vb_list_tests(void)
+static void vb_list_tests(int fmt)
 {
-	for (const struct vb_test *t = vb_tests; t->name; t++)
-		printf("%-12s %s\n", t->name, t->summary);
+	const struct pb_test_info *all[sizeof(vb_tests) / sizeof(vb_tests[0])];
+	size_t n = 0;
+
+	for (const struct vb_test *t = vb_tests; t->info.name; t++)
+		all[n++] = &t->info;
+	pb_test_info_print(stdout, (enum pb_list_format)fmt, "verbs", all, n);
 }
 
 int main(int argc, char **argv)
@@ -352,7 +440,7 @@ int main(int argc, char **argv)
 		return PB_EXIT_OK;
 	}
 	if (p.c.list_tests) {
-		vb_list_tests();
+		vb_list_tests(p.c.list_format);
 		return PB_EXIT_OK;
 	}
 	if (vb_params_finish(&p, &res))

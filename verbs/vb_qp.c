@@ -19,9 +19,9 @@
 
 void vb_progress(struct vb_worker *w)
 {
-	shm_sync_progress(w->sync);
+	shm_meet_ops.progress(&w->meet);
 	if (w->ctrl)
-		w->ctrl->out[1] = shm_sync_progress_count(w->sync);
+		w->ctrl->out[1] = shm_meet_ops.progress_count(&w->meet);
 }
 
 void vb_watch_start(struct vb_worker *w, struct vb_watch *wt, const char *what, bool peer)
@@ -30,7 +30,7 @@ void vb_watch_start(struct vb_worker *w, struct vb_watch *wt, const char *what, 
 	wt->what = what;
 	wt->since_ns = pb_clock_now_ns();
 	wt->peer = peer;
-	wt->group_mark = shm_sync_progress_count(w->sync);
+	wt->group_mark = shm_meet_ops.progress_count(&w->meet);
 	wt->peer_mark = w->ctrl ? w->ctrl->in[1] : 0;
 	/* Across nodes the first peek goes out after a quarter of --timeout without progress. */
 	wt->next_peek_ns = wt->since_ns + w->timeout_ns / 4;
@@ -125,7 +125,7 @@ int vb_watch_check(struct vb_worker *w, struct vb_watch *wt)
 		snprintf(w->error, sizeof(w->error), "interrupted by %s while waiting for %s", vb_signame(sig), wt->what);
 		return -EINTR;
 	}
-	if (shm_sync_aborted(w->sync, why, sizeof(why))) {
+	if (shm_meet_ops.aborted(&w->meet, why, sizeof(why))) {
 		snprintf(w->error, sizeof(w->error), "aborted while waiting for %s: %s", wt->what, why);
 		return -ECANCELED;
 	}
@@ -135,7 +135,7 @@ int vb_watch_check(struct vb_worker *w, struct vb_watch *wt)
 		wt->since_ns = now;
 		vb_progress(w);
 	} else if (wt->peer) {
-		uint64_t g = shm_sync_progress_count(w->sync);
+		uint64_t g = shm_meet_ops.progress_count(&w->meet);
 
 		if (w->ctrl)  /* what a peer peeking at us sees: our group still works */
 			w->ctrl->out[1] = g;
@@ -387,8 +387,7 @@ int vb_prepare_common(struct vb_worker *w, uint64_t size)
 	w->seq = 0;
 	w->posts = 0;
 	w->sig_pending = false;
-	if (w->test->kind == VB_KIND_LOADED)
-		w->loaded_point++;
+	w->loaded_point++;   /* read by the probe and its load (struct vb_role) only */
 	memset(rx, 0, size < w->region ? size : w->region);
 	memset(&w->wr, 0, sizeof(w->wr));
 	w->wr.sg_list = &w->sge;

@@ -34,23 +34,6 @@ static int vb_read_lat_warmup(void *ctx, uint64_t size, uint64_t n)
 	return vb_lat_warmup(ctx, n, vb_read_iter);
 }
 
-static const struct pb_test_ops vb_read_lat_client = {
+const struct pb_test_ops vb_read_lat_client = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_read_lat_warmup, .timed = vb_read_lat_timed,
 };
-
-const struct pb_test_ops *vb_read_ops(const struct vb_worker *w)
-{
-	if (w->test->kind != VB_KIND_LAT)
-		return vb_bw_ops(w);
-	return w->side == VB_CLIENT ? &vb_read_lat_client : &vb_passive_ops;
-}
-
-int vb_read_access(const struct vb_params *p, enum vb_side side, unsigned pair)
-{
-	const int sink = IBV_ACCESS_LOCAL_WRITE, source = IBV_ACCESS_REMOTE_READ;
-
-	(void)pair;
-	if (p->test_desc->kind == VB_KIND_BW && p->bidir)
-		return sink | source;
-	return side == VB_SERVER ? source : sink;
-}

@@ -104,25 +104,9 @@ static int vb_send_serve_warmup(void *ctx, uint64_t size, uint64_t n)
 	return n ? vb_send_serve_stream(ctx) : 0;
 }
 
-static const struct pb_test_ops vb_send_lat_client = {
+const struct pb_test_ops vb_send_lat_client = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_send_lat_warmup, .timed = vb_send_lat_timed,
 };
-static const struct pb_test_ops vb_send_lat_server = {
+const struct pb_test_ops vb_send_lat_server = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_send_serve_warmup, .timed = vb_send_serve_timed,
 };
-
-const struct pb_test_ops *vb_send_ops(const struct vb_worker *w)
-{
-	if (w->test->kind != VB_KIND_LAT)
-		return vb_bw_ops(w);
-	return w->side == VB_CLIENT ? &vb_send_lat_client : &vb_send_lat_server;
-}
-
-int vb_send_access(const struct vb_params *p, enum vb_side side, unsigned pair)
-{
-	(void)p;
-	(void)side;
-	(void)pair;
-	/* Receives land in local memory; no remote access at all. */
-	return IBV_ACCESS_LOCAL_WRITE;
-}

@@ -105,28 +105,9 @@ static int vb_write_serve_warmup(void *ctx, uint64_t size, uint64_t n)
 	return n ? vb_write_serve_stream(ctx) : 0;
 }
 
-static const struct pb_test_ops vb_write_lat_client = {
+const struct pb_test_ops vb_write_lat_client = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_write_lat_warmup, .timed = vb_write_lat_timed,
 };
-static const struct pb_test_ops vb_write_lat_server = {
+const struct pb_test_ops vb_write_lat_server = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_write_serve_warmup, .timed = vb_write_serve_timed,
 };
-
-const struct pb_test_ops *vb_write_ops(const struct vb_worker *w)
-{
-	bool lat = w->test->kind == VB_KIND_LAT || (w->test->kind == VB_KIND_LOADED && w->pair == 0);
-
-	if (!lat)
-		return vb_bw_ops(w);
-	return w->side == VB_CLIENT ? &vb_write_lat_client : &vb_write_lat_server;
-}
-
-int vb_write_access(const struct vb_params *p, enum vb_side side, unsigned pair)
-{
-	const int target = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-
-	/* Latency: both sides are written to.  Bandwidth: the target only (both with --bidir). */
-	if (p->test_desc->kind == VB_KIND_LAT || (p->test_desc->kind == VB_KIND_LOADED && pair == 0))
-		return target;
-	return side == VB_SERVER || p->bidir ? target : 0;
-}

@@ -135,14 +135,14 @@ def check_count(a, r: dict, info: testtable.TestInfo) -> None:
 def check_pairing(env: dict, test: str, pairs: int, cross: bool) -> None:
     if "Open MPI" not in env.get("mpi_library", ""):
         raise Fail(f"env record: mpi_library missing: {env.get('mpi_library')!r}")
-    ranks = env.get("placement", env.get("ranks"))  # "ranks": records made before issue 12
+    ranks = env.get("placement")  # contract 3 of issue 12 (records before it: "ranks")
     if not isinstance(ranks, list):
         raise Fail("env record: no placement list")
     if not TABLE[test].pairwise:
         if cross and len({r["node"] for r in ranks}) != 2:
             raise Fail("collective across nodes: ranks are not on two nodes")
         return
-    a_sides = [r for r in ranks if r["side"] == "A"]
+    a_sides = [r for r in ranks if r["role"] == "A"]
     if len(a_sides) != pairs:
         raise Fail(f"env record: {len(a_sides)} A sides, expected {pairs}")
     for r in a_sides:

@@ -10,6 +10,8 @@
 #include "pb_test.h"
 #include "shm_meet.h"
 
+#include <string.h>
+
 #include <errno.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -194,9 +196,33 @@ static void test_failing_pair(void)
 	fclose(csv);
 }
 
+/* The meet contract's signals between members: progress() and fail() by one, seen by another. */
+static void test_meet_aborted(void)
+{
+	struct shm_sync *s;
+	struct shm_meet a, b;
+	char why[64] = "";
+	uint64_t before;
+
+	CHECK_EQ_INT(shm_sync_create(2, 64, shm_meet_extra_bytes(2, ITERS), true, &s), 0);
+	shm_meet_init(&a, s, 0, 2, ITERS, 5000000000ull);
+	shm_meet_init(&b, s, 1, 2, ITERS, 5000000000ull);
+	CHECK(!shm_meet_ops.aborted(&b, why, sizeof(why)));
+	before = shm_meet_ops.progress_count(&b);
+	shm_meet_ops.progress(&a);
+	CHECK(shm_meet_ops.progress_count(&b) != before);
+	shm_meet_ops.fail(&a, "pair 0 gave up");
+	CHECK(shm_meet_ops.aborted(&b, why, sizeof(why)));
+	CHECK(strstr(why, "pair 0 gave up") != NULL);
+	shm_meet_cleanup(&a);
+	shm_meet_cleanup(&b);
+	shm_sync_detach(s);
+}
+
 int main(void)
 {
 	test_all_ok();
 	test_failing_pair();
+	test_meet_aborted();
 	TEST_DONE();
 }

@@ -193,7 +193,7 @@ static void fuzz_opts(void)
 		CHECK(p.depth >= 1 && p.depth <= 8192);
 		CHECK(p.port >= 1 && p.port <= 65000);
 		CHECK(p.c.test && p.gid && *p.c.test && *p.gid);
-		CHECK(!p.c.pin_list || p.c.pin == PB_PIN_OPT_LIST);
+		CHECK(!p.c.pin_list || p.c.pin == PB_PIN_LIST);
 		if (pb_test_failures) {
 			fprintf(stderr, "case %d accepted a bad value\n", c);
 			return;

@@ -3,6 +3,7 @@
 #include "pb_common.h"
 #include "pb_log.h"
 #include "pb_opts.h"
+#include "pb_pin.h"
 #include "pb_test.h"
 
 #include <errno.h>
@@ -70,7 +71,7 @@ static void test_defaults_and_values(void)
 	CHECK_EQ_INT(p.c.iterations, 1000);
 	CHECK_EQ_INT(p.c.pairs, 1);
 	CHECK_EQ_INT(p.depth, 128);
-	CHECK_EQ_INT(p.c.pin, PB_PIN_OPT_NEAR_DEVICE);
+	CHECK_EQ_INT(p.c.pin, PB_PIN_NEAR_DEVICE);
 	CHECK(!p.c.quiet && !p.c.help && !p.c.print_schema && !p.c.allow_oversubscribe);
 	CHECK(p.c.output == NULL && p.c.env_json == NULL && p.c.pin_list == NULL);
 	CHECK_EQ_INT(parse(&p, "--sizes=64", "-t", "16"), 0);
@@ -78,7 +79,13 @@ static void test_defaults_and_values(void)
 	CHECK_EQ_INT(p.depth, 16);
 	CHECK_EQ_INT(parse(&p, "-n500", "--pin", "scatter"), 0);
 	CHECK_EQ_INT(p.c.iterations, 500);
-	CHECK_EQ_INT(p.c.pin, PB_PIN_OPT_SCATTER);
+	CHECK_EQ_INT(p.c.pin, PB_PIN_SCATTER);
+	/* The option's value is the policy: one enum, no mapping table. */
+	CHECK_STR(pb_pin_policy_names[PB_PIN_NEAR_DEVICE], "near-device");
+	CHECK_STR(pb_pin_policy_names[PB_PIN_LIST], "list");
+	CHECK_STR(pb_pin_policy_names[PB_PIN_NONE], "none");
+	CHECK_EQ_INT(parse(&p, "--list-tests", "--format", "json"), 0);
+	CHECK_EQ_INT(p.c.list_format, PB_LIST_JSON);
 	CHECK_EQ_INT(parse(&p, "--quiet", "--timeout", "2.5"), 0);
 	CHECK(p.c.quiet);
 	CHECK_NEAR(p.c.timeout_s, 2.5, 0);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What is true of a test, whatever the layer: the descriptor every row of
+ * the verbs and MPI test tables embeds, and its printer.  `--list-tests
+ * --format json` prints these records (docs/adding-a-test.md; the driver,
+ * compare, accept and the checkers read them), so a new test is one
+ * operation file plus one table row.
+ */
+#ifndef PB_TEST_INFO_H
+#define PB_TEST_INFO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PB_TEST_TABLE_SCHEMA 2
+/* Most tests pairbench-mpi's tables (several arrays) may hold together. */
+#define PB_TESTS_MAX 64
+
+enum pb_test_kind { PB_TK_LATENCY, PB_TK_BANDWIDTH, PB_TK_MESSAGE_RATE, PB_TK_LOADED_LATENCY,
+		    PB_TK_COLLECTIVE, PB_TK_HALO };
+
+/* How the aggregate row's iterations is counted (docs/methodology.md). */
+enum pb_agg_iters { PB_AGG_SUM, PB_AGG_SHARED };
+
+enum pb_list_format { PB_LIST_HUMAN, PB_LIST_JSON, PB_LIST_TSV };
+extern const char *const pb_list_format_names[];
+
+struct pb_test_info {
+	const char *name;
+	const char *label;             /* human, e.g. "RDMA write latency" */
+	const char *summary;           /* one line */
+	enum pb_test_kind kind;
+	const char *lat_kind;          /* half_rtt | full_rtt | op | NULL */
+	const char *primary_metric;    /* a CSV column */
+	bool higher_is_worse;          /* of primary_metric */
+	const char *const *variants;   /* NULL-terminated, first = default; NULL = none */
+	bool bidir;                    /* --bidir allowed */
+	bool payload;                  /* moves msg_size_bytes (false: barrier) */
+	bool window;                   /* has an outstanding window */
+	bool rooted;                   /* collective with a root */
+	bool fixed_size;               /* every point has fixed_size_bytes */
+	uint64_t fixed_size_bytes;     /* (barrier: 0) */
+	unsigned min_pairs;
+	enum pb_agg_iters agg_iterations;
+	const char *access_client;     /* memory access of each role; NULL = not declared */
+	const char *access_server;
+};
+
+/*
+ * Print the table: tests[0..n) in fmt.  JSON: one object {"layer", "schema_version",
+ * "tests": [...]}; TSV: a header line, then one line per test; human: "name  summary".
+ */
+void pb_test_info_print(FILE *f, enum pb_list_format fmt, const char *layer,
+			const struct pb_test_info *const *tests, size_t n);
+
+#endif
