@@ -23,6 +23,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # mpi_env, also under python3 -I
+
+from mpi_env import env_for_mpi, shm_segments
 
 from pairbench import rowcheck, testtable
 from pairbench.errors import UsageError
@@ -38,32 +41,9 @@ class Fail(Exception):
     pass
 
 
-def env_for_mpi() -> dict:
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        # Open MPI refuses to run as root without both variables.
-        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return env
-
-
-def shm_segments() -> dict:
-    """shmid -> creator pid, from /proc/sysvipc/shm."""
-    out = {}
-    try:
-        with open("/proc/sysvipc/shm") as f:
-            next(f)
-            for line in f:
-                p = line.split()
-                out[int(p[1])] = int(p[4])
-    except OSError:
-        pass
-    return out
-
-
 def check_no_leak(before: dict) -> None:
     """A segment created during the run whose creator is gone leaked."""
-    for shmid, cpid in shm_segments().items():
+    for shmid, (cpid, _mode, _nattch) in shm_segments().items():
         if shmid in before:
             continue
         if not os.path.exists(f"/proc/{cpid}"):

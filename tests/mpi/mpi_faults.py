@@ -26,6 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # mpi_env, also under python3 -I
+from mpi_env import env_for_mpi, shm_segments
 
 SKIP = 77
 SHM_DEST = 0o1000  # mode bit of a segment marked IPC_RMID (ipcs: "dest")
@@ -34,28 +38,6 @@ MARGIN_S = 30.0    # added to every deadline: a bound that proves "no hang" on a
 
 class Fail(Exception):
     pass
-
-
-def env_for_mpi() -> dict:
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return env
-
-
-def shm_segments() -> dict:
-    """shmid -> (creator pid, mode, nattch) from /proc/sysvipc/shm (what ipcs -m lists)."""
-    out = {}
-    try:
-        with open("/proc/sysvipc/shm") as f:
-            next(f)
-            for line in f:
-                p = line.split()
-                out[int(p[1])] = (int(p[4]), int(p[2], 8), int(p[6]))
-    except (OSError, StopIteration):
-        pass
-    return out
 
 
 def alive(pid: int) -> bool:
