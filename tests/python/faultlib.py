@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,24 +62,15 @@ def pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
-def shm_segments() -> dict[int, tuple[int, int]]:
-    """shmid -> (creator pid, nattch), from /proc/sysvipc/shm (what `ipcs -m` shows)."""
-    out = {}
-    try:
-        with open("/proc/sysvipc/shm") as f:
-            next(f)
-            for line in f:
-                p = line.split()
-                out[int(p[1])] = (int(p[4]), int(p[6]))
-    except (OSError, StopIteration):
-        pass
-    return out
+# The segment list the MPI checkers use (tests/mpi/mpi_env.py: stdlib, no pytest).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mpi"))
+from mpi_env import shm_segments  # noqa: E402  shmid -> (creator pid, mode, nattch)
 
 
-def leaked_shm(before: dict[int, tuple[int, int]]) -> list[str]:
+def leaked_shm(before: dict) -> list[str]:
     """Segments created since `before` whose creator is gone: leaked (ipcs -m lines)."""
     left = []
-    for shmid, (cpid, nattch) in shm_segments().items():
+    for shmid, (cpid, _mode, nattch) in shm_segments().items():
         if shmid not in before and not pid_alive(cpid):
             left.append(f"shmid {shmid} creator {cpid} nattch {nattch}")
     return left
