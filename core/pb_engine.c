@@ -2,6 +2,7 @@
 #include "pb_engine.h"
 
 #include "pb_clock.h"
+#include "pb_common.h"
 #include "pb_log.h"
 
 #include <errno.h>
@@ -15,7 +16,142 @@ struct pb_engine_bufs {
 	struct pb_hist *merged;
 	struct pb_pair_result *res;
 	struct pb_row *rows;
+	/* device aggregates (labels with >= 2 devices): one device's pairs, samples, rows */
+	struct pb_pair_result *sub_res;
+	double *sub_pooled, *pool_copy;
+	struct pb_row *sub_rows;
 };
+
+unsigned pb_engine_device_groups(const struct pb_engine_params *p, unsigned *dev)
+{
+	unsigned n = 0;
+
+	if (!p->labels)
+		return 0;
+	for (unsigned i = 0; i < p->pairs; i++) {
+		const char *d = p->labels[i].device ? p->labels[i].device : "";
+		unsigned j;
+
+		for (j = 0; j < i; j++)
+			if (!strcmp(d, p->labels[j].device ? p->labels[j].device : ""))
+				break;
+		dev[i] = j < i ? dev[j] : n++;
+	}
+	return n;
+}
+
+unsigned pb_engine_rows_per_point(const struct pb_engine_params *p)
+{
+	unsigned dev[PB_MAX_PAIRS];
+	unsigned ndev = p->pairs <= PB_MAX_PAIRS ? pb_engine_device_groups(p, dev) : 0;
+
+	return p->pairs + 1 + (ndev >= 2 ? ndev : 0);
+}
+
+static void pb_engine_label_row(struct pb_row *row, const struct pb_pair_label *l)
+{
+	pb_row_set_str(row, PB_COL_device, l->device);
+	if (l->port)
+		pb_row_set_u64(row, PB_COL_port, l->port);
+	pb_row_set_str(row, PB_COL_port_addr, l->port_addr);
+	pb_row_set_str(row, PB_COL_peer_device, l->peer_device);
+}
+
+/*
+ * Rows of device group g: pb_result_rows() on its pairs, their pooled
+ * samples (pooled holds them in pair order: iterations samples for every ok
+ * latency pair; if the layout does not add up, no pooled statistics) and
+ * the device's capacity.  Its pair rows replace the run's, its aggregate is
+ * the device row *out.
+ */
+static void pb_engine_device_rows(const struct pb_engine_params *p, const struct pb_point_desc *pt,
+				  struct pb_engine_bufs *b, const unsigned *dev, unsigned g,
+				  const double *pooled, size_t n_pooled, struct pb_row *out)
+{
+	const struct pb_pair_label *first = NULL;
+	struct pb_point_desc dpt = *pt;
+	unsigned idx[PB_MAX_PAIRS], cnt = 0;
+	size_t off = 0, m = 0;
+	bool same_peer = true;
+
+	for (unsigned i = 0; i < p->pairs; i++) {
+		const struct pb_pair_result *r = &b->res[i];
+		size_t ns = !r->status && r->has_lat ? (size_t)r->iterations : 0;
+
+		if (dev[i] == g) {
+			idx[cnt] = i;
+			b->sub_res[cnt++] = *r;
+			if (pooled && off + ns <= n_pooled) {
+				memcpy(b->sub_pooled + m, pooled + off, ns * sizeof(*pooled));
+				m += ns;
+			}
+			if (!first)
+				first = &p->labels[i];
+			else if (!first->peer_device || !p->labels[i].peer_device ||
+				 strcmp(first->peer_device, p->labels[i].peer_device))
+				same_peer = false;
+		}
+		off += ns;
+	}
+	if (off != n_pooled)
+		m = 0;
+	if (first->link_gbit_s > 0)
+		dpt.link_gbit_s = first->link_gbit_s;
+	pb_result_rows(&dpt, b->sub_res, cnt, b->sub_pooled, m, b->sub_rows);
+	for (unsigned k = 0; k < cnt; k++)
+		b->rows[idx[k]] = b->sub_rows[k];
+	*out = b->sub_rows[cnt];
+	pb_row_set_str(out, PB_COL_scope, "device");
+	pb_row_set_str(out, PB_COL_device, first->device);
+	if (first->port)
+		pb_row_set_u64(out, PB_COL_port, first->port);
+	pb_row_set_str(out, PB_COL_port_addr, first->port_addr);
+	if (same_peer)
+		pb_row_set_str(out, PB_COL_peer_device, first->peer_device);
+}
+
+/*
+ * Every row of one point into b->rows (pb_engine_rows_per_point() of them):
+ * per-pair rows, the scope=all aggregate, then one aggregate per device.
+ * pb_result_rows() sorts the pooled samples it gets: the device rows take
+ * theirs from a copy made first.
+ */
+static unsigned pb_engine_rows(const struct pb_engine_params *p, const struct pb_point_desc *pt,
+			       struct pb_engine_bufs *b, double *pooled_us, size_t n_pooled)
+{
+	unsigned dev[PB_MAX_PAIRS], n = p->pairs;
+	unsigned ndev = n <= PB_MAX_PAIRS ? pb_engine_device_groups(p, dev) : 0;
+	bool copy = ndev >= 2 && pooled_us && n_pooled && b->pool_copy;
+
+	if (ndev < 2 || !b->sub_res || !b->sub_rows)
+		ndev = 0;
+	if (copy)
+		memcpy(b->pool_copy, pooled_us, n_pooled * sizeof(*pooled_us));
+	pb_result_rows(pt, b->res, n, pooled_us, n_pooled, b->rows);
+	for (unsigned g = 0; g < ndev; g++)
+		pb_engine_device_rows(p, pt, b, dev, g, copy ? b->pool_copy : NULL, copy ? n_pooled : 0,
+				      &b->rows[n + 1 + g]);
+	if (!p->labels)
+		return n + 1;
+	char devs[PB_CELL_MAX] = "";
+	size_t len = 0;
+	unsigned seen = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		pb_engine_label_row(&b->rows[i], &p->labels[i]);
+		if (dev[i] == seen && len < sizeof(devs)) {  /* first pair of a device */
+			len += (size_t)snprintf(devs + len, sizeof(devs) - len, "%s%s", seen ? "+" : "",
+						p->labels[i].device ? p->labels[i].device : "");
+			seen++;
+		}
+	}
+	if (seen < 2)
+		/* One device: the node aggregate is that device's (port, address, peer). */
+		pb_engine_label_row(&b->rows[n], &p->labels[0]);
+	else
+		pb_row_set_str(&b->rows[n], PB_COL_device, devs);
+	return n + 1 + ndev;
+}
 
 int pb_sink_write(struct pb_sink *sink, const struct pb_row *rows, unsigned n)
 {
@@ -44,12 +180,83 @@ static void pb_engine_point(const struct pb_engine_params *p, uint64_t size,
 	pt->layer = p->layer;
 	pt->test = p->test;
 	pt->variant = p->variant;
+	pt->buffers = p->buffers;
 	pt->lat_kind = p->lat_kind;
 	pt->msg_size_bytes = size;
 	pt->pairs = p->pairs;
 	pt->link_gbit_s = p->link_gbit_s;
+	pt->qps = p->qps;
 	pt->shared_iterations = p->shared_iterations;
+	pt->pattern = p->pattern;
 }
+
+/* The run's flags (pb_flags_run) after each row's own: every row of every point carries them. */
+static void pb_engine_flag_rows(const struct pb_engine_params *p, struct pb_row *rows, unsigned n)
+{
+	for (unsigned i = 0; p->flags && p->flags[0] && i < n; i++)
+		pb_row_add_flag(&rows[i], p->flags);
+}
+
+/*
+ * Leader: the scope=node aggregate rows of a point (pb_engine_params.node_aggregates):
+ * the pairs grouped by the host that measured them, in order of first appearance.
+ */
+static int pb_engine_node_rows(const struct pb_engine_params *p, const struct pb_meet_ops *meet,
+			       void *mctx, const struct pb_point_desc *pt, const struct pb_pair_result *res,
+			       struct pb_sink *sink)
+{
+	unsigned n = p->pairs;
+	struct pb_pair_result *sub = calloc(n, sizeof(*sub));
+	struct pb_row *rows = calloc(n + 1, sizeof(*rows));
+	bool *done = calloc(n, sizeof(*done));
+	double *pool = NULL;
+	int rc = sub && rows && done ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; !rc && i < n; i++) {
+		unsigned k = 0;
+		size_t n_pool = 0;
+
+		if (done[i])
+			continue;
+		for (unsigned j = i; !rc && j < n; j++) {
+			const double *s = NULL;
+			size_t ns = 0;
+
+			if (done[j] || strcmp(res[j].host, res[i].host))
+				continue;
+			done[j] = true;
+			sub[k++] = res[j];
+			if (meet->pair_samples && !res[j].status)
+				meet->pair_samples(mctx, res[j].pair_id, &s, &ns);
+			if (!ns)
+				continue;
+			double *grown = realloc(pool, (n_pool + ns) * sizeof(*pool));
+
+			if (!grown) {
+				rc = -ENOMEM;
+				break;
+			}
+			pool = grown;
+			memcpy(pool + n_pool, s, ns * sizeof(*pool));
+			n_pool += ns;
+		}
+		if (rc)
+			break;
+		pb_result_rows(pt, sub, k, pool, n_pool, rows);
+		pb_row_set_str(&rows[k], PB_COL_scope, "node");
+		pb_row_set_str(&rows[k], PB_COL_host, res[i].host);
+		pb_engine_flag_rows(p, &rows[k], 1);
+		rc = pb_sink_write(sink, &rows[k], 1);
+	}
+	if (rc == -ENOMEM)
+		pb_log_error("cannot allocate the node aggregates");
+	free(pool);
+	free(done);
+	free(rows);
+	free(sub);
+	return rc;
+}
+
 
 /* Leader: error rows (one per pair and the aggregate) for a point that did not run. */
 static int pb_engine_error_rows(const struct pb_engine_params *p, uint64_t size,
@@ -66,8 +273,10 @@ static int pb_engine_error_rows(const struct pb_engine_params *p, uint64_t size,
 		snprintf(b->res[i].host, sizeof(b->res[i].host), "%s", role->host ? role->host : "");
 		pb_result_fail(&b->res[i], -ECANCELED, "%s", why);
 	}
-	pb_result_rows(&pt, b->res, p->pairs, NULL, 0, b->rows);
-	return pb_sink_write(sink, b->rows, p->pairs + 1);
+	unsigned n = pb_engine_rows(p, &pt, b, NULL, 0);
+
+	pb_engine_flag_rows(p, b->rows, n);
+	return pb_sink_write(sink, b->rows, n);
 }
 
 static void pb_engine_fill_result(const struct pb_engine_params *p,
@@ -197,9 +406,11 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 		if (crc)
 			return pb_engine_error_rows(p, size, role, why, b, sink) ? -EIO : rc;
 		pb_engine_point(p, size, &pt);
+		unsigned nrows;
+
 		if (duration && b->merged->count && !n_pooled) {
 			/* Aggregate from the merged histogram: hand it over as one "pair". */
-			pb_result_rows(&pt, b->res, p->pairs, NULL, 0, b->rows);
+			nrows = pb_engine_rows(p, &pt, b, NULL, 0);
 			struct pb_stats st;
 
 			if (pb_hist_stats(b->merged, &st) == 0 && !strcmp(b->rows[p->pairs].cell[PB_COL_status], "ok")) {
@@ -208,10 +419,16 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 				pb_row_add_flag(&b->rows[p->pairs], "histogram");
 			}
 		} else {
-			pb_result_rows(&pt, b->res, p->pairs, pooled, n_pooled, b->rows);
+			nrows = pb_engine_rows(p, &pt, b, pooled, n_pooled);
 		}
-		if (pb_sink_write(sink, b->rows, p->pairs + 1))
+		pb_engine_flag_rows(p, b->rows, nrows);
+		if (pb_sink_write(sink, b->rows, nrows))
 			return -EIO;
+		if (p->node_aggregates) {
+			crc = pb_engine_node_rows(p, meet, mctx, &pt, b->res, sink);
+			if (crc)
+				return crc;
+		}
 		for (unsigned i = 0; !rc && i < p->pairs; i++) {
 			if (b->res[i].status) {
 				rc = b->res[i].status;
@@ -226,14 +443,16 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 int pb_engine_rest_rows(const struct pb_engine_params *p, const char *host, unsigned progress,
 			const char *why, struct pb_sink *sink)
 {
-	unsigned per_point = p->pairs + 1, done = progress ? progress - 1 : 0;
+	unsigned per_point = pb_engine_rows_per_point(p), done = progress ? progress - 1 : 0;
 	struct pb_engine_bufs b = { 0 };
 	char notrun[600];
 	int rc = 0;
 
 	b.res = calloc(p->pairs, sizeof(*b.res));
 	b.rows = calloc(per_point, sizeof(*b.rows));
-	if (!b.res || !b.rows) {
+	b.sub_res = calloc(p->pairs, sizeof(*b.sub_res));
+	b.sub_rows = calloc(p->pairs + 1, sizeof(*b.sub_rows));
+	if (!b.res || !b.rows || !b.sub_res || !b.sub_rows) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -251,12 +470,15 @@ int pb_engine_rest_rows(const struct pb_engine_params *p, const char *host, unsi
 			snprintf(b.res[k].host, sizeof(b.res[k].host), "%s", host ? host : "");
 			pb_result_fail(&b.res[k], -ECANCELED, "%s", i == done / per_point ? why : notrun);
 		}
-		pb_result_rows(&pt, b.res, p->pairs, NULL, 0, b.rows);
+		pb_engine_rows(p, &pt, &b, NULL, 0);
+		pb_engine_flag_rows(p, b.rows, per_point);
 		rc = pb_sink_write(sink, b.rows + skip, per_point - skip);
 	}
 out:
 	free(b.res);
 	free(b.rows);
+	free(b.sub_res);
+	free(b.sub_rows);
 	return rc;
 }
 
@@ -268,6 +490,10 @@ static void pb_engine_bufs_free(struct pb_engine_bufs *b)
 	free(b->merged);
 	free(b->res);
 	free(b->rows);
+	free(b->sub_res);
+	free(b->sub_pooled);
+	free(b->pool_copy);
+	free(b->sub_rows);
 }
 
 int pb_engine_run(const struct pb_engine_params *p, const struct pb_engine_role *role,
@@ -288,8 +514,15 @@ int pb_engine_run(const struct pb_engine_params *p, const struct pb_engine_role 
 	b.hist = malloc(sizeof(*b.hist));
 	b.merged = malloc(sizeof(*b.merged));
 	b.res = calloc(p->pairs, sizeof(*b.res));
-	b.rows = calloc(p->pairs + 1, sizeof(*b.rows));
-	if (!b.samples_ns || !b.samples_us || !b.hist || !b.merged || !b.res || !b.rows) {
+	b.rows = calloc(pb_engine_rows_per_point(p), sizeof(*b.rows));
+	b.sub_res = calloc(p->pairs, sizeof(*b.sub_res));
+	b.sub_rows = calloc(p->pairs + 1, sizeof(*b.sub_rows));
+	if (pb_engine_rows_per_point(p) > p->pairs + 1) {
+		b.sub_pooled = calloc(nsamp * p->pairs, sizeof(*b.sub_pooled));
+		b.pool_copy = calloc(nsamp * p->pairs, sizeof(*b.pool_copy));
+	}
+	if (!b.samples_ns || !b.samples_us || !b.hist || !b.merged || !b.res || !b.rows || !b.sub_res ||
+	    !b.sub_rows || (pb_engine_rows_per_point(p) > p->pairs + 1 && (!b.sub_pooled || !b.pool_copy))) {
 		pb_engine_bufs_free(&b);
 		pb_log_error("cannot allocate buffers for %llu samples", (unsigned long long)nsamp);
 		return -ENOMEM;

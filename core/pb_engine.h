@@ -83,20 +83,66 @@ struct pb_meet_ops {
 	 */
 	void (*progress)(void *mctx);
 	uint64_t (*progress_count)(void *mctx);
+	/*
+	 * Optional (node aggregates), leader after collect: the latency samples
+	 * (µs, unsorted) of pair pair_id; *n = 0 when none.  Valid until the next
+	 * collect.
+	 */
+	void (*pair_samples)(void *mctx, unsigned pair_id, const double **samples_us, size_t *n);
+};
+
+/*
+ * What the rows say about the device a pair used (verbs); the engine only
+ * copies it into the rows and groups pairs by device.  NULL strings = empty.
+ */
+struct pb_pair_label {
+	const char *device;      /* RDMA device of the measuring side */
+	const char *port_addr;   /* lid:0xNNNN or gid:INDEX:GID */
+	const char *peer_device; /* device of the peer side; NULL = not known */
+	unsigned port;           /* 0 = none */
+	double link_gbit_s;      /* that device's capacity (as pb_point_desc.link_gbit_s); 0 = the run's */
 };
 
 struct pb_engine_params {
 	const char *layer, *test, *variant, *lat_kind;
+	const char *buffers;     /* layout recorded in rows (pb_buffers_names); NULL = no choice */
 	const uint64_t *sizes;
 	size_t n_sizes;
 	uint64_t iterations;
 	uint64_t warmup;
 	double duration_s;       /* 0 = iteration mode */
 	uint64_t window;         /* recorded in rows; 0 = n/a */
+	uint64_t qps;            /* queue pairs per pair, recorded in rows (verbs --qps); 0 = n/a */
 	unsigned pairs;
 	double link_gbit_s;      /* capacity for link_pct and the above-link flag; 0 = unknown */
 	bool shared_iterations;  /* all pairs run the same iterations (pb_point_desc) */
+	const char *flags;       /* flags of every row (pb_flags_run); NULL = none */
+	/*
+	 * labels[pair] or NULL.  When the pairs use two or more devices, every
+	 * point gets one more aggregate row per device (scope=device, in order of
+	 * the devices' first pair), after the scope=all row: pb_result_rows() on
+	 * that device's pairs alone (their own global window, their pooled
+	 * samples, the device's link_gbit_s), whose aggregate becomes the device
+	 * row and whose pair rows replace the run's (link_pct per device).
+	 * link_gbit_s above is then the node's capacity (sum over the devices).
+	 */
+	const struct pb_pair_label *labels;
+	const char *pattern;     /* rows' pattern column (pb_point_desc); NULL = none */
+	/*
+	 * Leader: after the per-pair rows and the aggregate (scope all), one
+	 * aggregate row per host that measured pairs (scope node, column host),
+	 * each pb_result_rows over that host's pairs (and their samples, when
+	 * meet->pair_samples gives them; else the single latency pair's
+	 * statistics as pb_result_rows does).  Written for points that ran.
+	 */
+	bool node_aggregates;
 };
+
+/* Distinct devices of p->labels in order of first pair (dev[pair] = its group); 0 without labels. */
+unsigned pb_engine_device_groups(const struct pb_engine_params *p, unsigned *dev);
+
+/* Rows of one point: pairs, the scope=all aggregate, and the device aggregates (if >= 2 devices). */
+unsigned pb_engine_rows_per_point(const struct pb_engine_params *p);
 
 struct pb_engine_role {
 	bool measuring;          /* publishes a result for pair_id */

@@ -148,6 +148,79 @@ static int pb_pin_plan_list(hwloc_topology_t topo, const struct pb_pin_request *
 	return 0;
 }
 
+/* The cpuset a device is local to, NULL when it has none (absent, or local to every core). */
+static hwloc_const_cpuset_t pb_pin_dev_cpuset(hwloc_topology_t topo, const char *busid)
+{
+	hwloc_obj_t dev = busid && *busid ? hwloc_get_pcidev_by_busidstring(topo, busid) : NULL;
+	hwloc_obj_t anc = dev ? hwloc_get_non_io_ancestor_obj(topo, dev) : NULL;
+
+	if (!anc || hwloc_bitmap_isequal(anc->cpuset, hwloc_topology_get_topology_cpuset(topo)))
+		return NULL;
+	return anc->cpuset;
+}
+
+/*
+ * near-device with a device per process: process i takes the first PU, in
+ * compact order, that is local to its device and used least so far; a
+ * process whose device has no free local PU takes the least-used PU of the
+ * whole machine (noted).  Oversubscription wraps in the same way.
+ */
+static int pb_pin_plan_devices(hwloc_topology_t topo, const struct pb_pin_request *req,
+			       struct pb_pin_plan *plan, char *err, size_t errlen)
+{
+	hwloc_obj_t order[PB_PIN_MAX];
+	unsigned n = pb_pin_order(topo, false, NULL, false, order, PB_PIN_MAX), remote = 0, nolocal = 0;
+	unsigned used[PB_PIN_MAX] = { 0 };
+
+	if (n == 0) {
+		snprintf(err, errlen, "no PU available for placement");
+		return -EINVAL;
+	}
+	if (req->nprocs > n && !req->allow_oversubscribe) {
+		snprintf(err, errlen,
+			 "%u processes to pin but only %u PUs available (machine has %u); use fewer pairs, or allow oversubscription (--allow-oversubscribe)",
+			 req->nprocs, n, pb_pin_pu_count(topo));
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < req->nprocs; i++) {
+		hwloc_const_cpuset_t local = pb_pin_dev_cpuset(topo, req->pci_busids[i]);
+		int best = -1, best_any = -1;
+
+		nolocal += !local;
+		for (unsigned k = 0; k < n; k++) {
+			bool is_local = !local || hwloc_bitmap_intersects(order[k]->cpuset, local);
+
+			if (is_local && (best < 0 || used[k] < used[best]))
+				best = (int)k;
+			if (best_any < 0 || used[k] < used[best_any])
+				best_any = (int)k;
+		}
+		if (best < 0 || (used[best] > used[best_any])) {
+			best = best_any;
+			remote++;
+		}
+		used[best]++;
+		plan->pu[i] = (int)order[best]->os_index;
+		plan->numa[i] = pb_pin_numa_of(order[best]);
+	}
+	if (remote)
+		snprintf(plan->note, sizeof(plan->note),
+			 "%u processes placed on cores remote to their device (its local PUs were taken)", remote);
+	if (nolocal) {
+		size_t len = strlen(plan->note);
+
+		snprintf(plan->note + len, sizeof(plan->note) - len, "%s%u processes' device has no PCI locality (any core)",
+			 len ? "; " : "", nolocal);
+	}
+	if (req->nprocs > n) {
+		size_t len = strlen(plan->note);
+
+		snprintf(plan->note + len, sizeof(plan->note) - len, "%soversubscribed: %u processes on %u PUs",
+			 len ? "; " : "", req->nprocs, n);
+	}
+	return 0;
+}
+
 int pb_pin_plan_make(hwloc_topology_t topo, const struct pb_pin_request *req,
 		     struct pb_pin_plan *plan, char *err, size_t errlen)
 {
@@ -166,6 +239,8 @@ int pb_pin_plan_make(hwloc_topology_t topo, const struct pb_pin_request *req,
 			plan->pu[i] = plan->numa[i] = -1;
 		return 0;
 	}
+	if (req->policy == PB_PIN_NEAR_DEVICE && req->pci_busids)
+		return pb_pin_plan_devices(topo, req, plan, err, errlen);
 	if (req->policy == PB_PIN_LIST) {
 		rc = pb_pin_plan_list(topo, req, order, &n, err, errlen);
 	} else if (req->policy == PB_PIN_NEAR_DEVICE) {

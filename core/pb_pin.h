@@ -8,7 +8,11 @@
  *   compact      cores in topology order, package after package
  *   scatter      round-robin over packages (or NUMA nodes when there are more)
  *   near-device  cores local to a PCI device first (then the rest, noted);
- *                a device without PCI locality falls back to compact, noted
+ *                a device without PCI locality falls back to compact, noted.
+ *                With a device per process (pci_busids: several adapters),
+ *                each process takes the first free PU local to ITS device,
+ *                then the first free PU anywhere (noted); a device without
+ *                locality counts as local to every core
  *   list         the given PU OS indices, ascending (e.g. "0,2,4-7")
  *   none         no binding
  * More processes than candidate PUs is an error unless oversubscription is
@@ -30,6 +34,9 @@ struct pb_pin_request {
 	unsigned nprocs;
 	bool allow_oversubscribe;
 	const char *pci_busid;   /* near-device: "0000:03:00.0"; NULL = no PCI locality */
+	/* near-device, several devices: busid of each process's device ([nprocs]; NULL or
+	 * "" entry = no PCI locality); NULL = pci_busid for every process */
+	const char *const *pci_busids;
 	const unsigned *list;    /* list: PU OS indices */
 	size_t nlist;
 };

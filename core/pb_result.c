@@ -23,8 +23,12 @@ static void pb_rows_common(const struct pb_point_desc *pt, struct pb_row *row)
 	pb_row_set_str(row, PB_COL_layer, pt->layer);
 	pb_row_set_str(row, PB_COL_test, pt->test);
 	pb_row_set_str(row, PB_COL_variant, pt->variant);
+	pb_row_set_str(row, PB_COL_buffers, pt->buffers);
+	pb_row_set_str(row, PB_COL_pattern, pt->pattern);
 	pb_row_set_u64(row, PB_COL_msg_size_bytes, pt->msg_size_bytes);
 	pb_row_set_u64(row, PB_COL_pairs, pt->pairs);
+	if (pt->qps)
+		pb_row_set_u64(row, PB_COL_qps, pt->qps);
 }
 
 /* Bandwidth columns over a window; flags a rate above the link capacity. */
@@ -51,6 +55,7 @@ static void pb_rows_pair(const struct pb_point_desc *pt, const struct pb_pair_re
 {
 	pb_rows_common(pt, row);
 	pb_row_set_u64(row, PB_COL_pair_id, r->pair_id);
+	pb_row_set_str(row, PB_COL_scope, "pair");
 	pb_row_set_u64(row, PB_COL_iterations, r->iterations);
 	pb_row_set_u64(row, PB_COL_warmup_iterations, r->warmup_iterations);
 	if (r->window)
@@ -88,8 +93,14 @@ static void pb_rows_aggregate_error(const struct pb_pair_result *res, unsigned n
 	for (unsigned i = 0; i < n && len + 1 < sizeof(msg); i++) {
 		if (!res[i].status)
 			continue;
-		int w = snprintf(msg + len, sizeof(msg) - len, "%spair %u: %s", len ? "; " : "",
-				 res[i].pair_id, res[i].error[0] ? res[i].error : strerror(-res[i].status));
+		const char *why = res[i].error[0] ? res[i].error : strerror(-res[i].status);
+		char who[32];
+		int wl = snprintf(who, sizeof(who), "pair %u", res[i].pair_id);
+		/* Reasons that already name their pair ("pair 0 at 8 B: ...") keep one prefix. */
+		bool named = wl > 0 && !strncmp(why, who, (size_t)wl) &&
+			     (why[wl] == ' ' || why[wl] == ':');
+		int w = snprintf(msg + len, sizeof(msg) - len, "%s%s%s%s", len ? "; " : "",
+				 named ? "" : who, named ? "" : ": ", why);
 		if (w < 0)
 			break;
 		len += (size_t)w;
@@ -241,6 +252,7 @@ int pb_result_rows(const struct pb_point_desc *pt, const struct pb_pair_result *
 
 	pb_rows_common(pt, agg);
 	pb_row_set_str(agg, PB_COL_pair_id, "all");
+	pb_row_set_str(agg, PB_COL_scope, "all");
 	pb_row_set_str(agg, PB_COL_host, res[0].host);
 	if (s.failed) {
 		pb_rows_aggregate_error(res, n, agg);

@@ -57,6 +57,9 @@ struct pb_point_desc {
 	 * count (the max over pairs), not the sum over pairs.
 	 */
 	bool shared_iterations;
+	const char *buffers;   /* layout (pb_buffers_names); NULL or "" where the test has no choice */
+	const char *pattern;   /* traffic pattern across nodes (mpi --pattern); NULL or "" = none */
+	uint64_t qps;          /* queue pairs per pair (verbs --qps); 0 = not applicable (empty cell) */
 };
 
 /* Set status, error text (printf-style) of a result. */

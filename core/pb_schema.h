@@ -9,7 +9,7 @@
 #ifndef PB_SCHEMA_H
 #define PB_SCHEMA_H
 
-#define PB_SCHEMA_VERSION 2
+#define PB_SCHEMA_VERSION 3
 
 /* X(name, description) — order is the CSV column order. */
 #define PB_COLUMNS(X)                                                          \
@@ -17,12 +17,16 @@
 	X(layer, "verbs | mpi")                                                \
 	X(test, "test name as given to --test")                                \
 	X(variant, "test variant (e.g. fadd, cswap, bidir, back_to_back); empty for the plain test") \
+	X(pattern, "traffic pattern across nodes (pairbench-mpi --pattern: pairs, shift:S, bisection, incast, fanout, alltoall); empty where the run has none (verbs, one node)") \
+	X(buffers, "buffer layout: fresh (default: data the peer has not seen, one buffer per rank / a receive slot per outstanding message) or the peer-style layout (separate send and receive buffers, one receive buffer for a window); empty where the test has no choice") \
 	X(msg_size_bytes, "payload bytes per message (per rank for collectives)") \
 	X(pairs, "number of pairs (or ranks for collectives) running at once") \
 	X(pair_id, "integer pair index, or 'all' for the aggregate row")       \
+	X(scope, "pair = a per-pair row; aggregate rows (pair_id all): all = every pair of the run (the headline aggregate), device = the pairs on one device (column device), node = the pairs measured on one host (column host)") \
 	X(iterations, "timed iterations of this row (bandwidth: messages, both directions when bidirectional); aggregate row: sum over the pairs its bandwidth columns count (bandwidth tests, loaded_lat's loading pairs), else over the pairs its latency statistics pool; collectives and halo: the common count N") \
 	X(warmup_iterations, "untimed iterations before the timed loop")     \
 	X(window, "outstanding operations per pair (bandwidth tests); empty for latency") \
+	X(qps, "queue pairs per pair (verbs --qps); empty for mpi") \
 	X(lat_kind, "half_rtt (ping-pong / 2) | full_rtt (read, atomics) | op (one call, collectives) | empty") \
 	X(lat_us_min, "minimum per-iteration latency, microseconds")           \
 	X(lat_us_p50, "median (nearest rank), microseconds")                   \
@@ -47,6 +51,10 @@
 	X(duration_s, "timed window of this row, seconds (first post .. last completion); aggregate row: earliest start .. latest end of the same pairs as its iterations") \
 	X(host, "host name of the measuring process")                          \
 	X(peer, "peer host (or rank) of this pair")                            \
+	X(device, "RDMA device of the measuring side (verbs); aggregate rows: the device of scope=device, else the devices used joined by '+'") \
+	X(port, "port number on device") \
+	X(port_addr, "address used on that port: lid:0xNNNN (InfiniBand link layer) or gid:INDEX:GID (RoCE)") \
+	X(peer_device, "RDMA device of the peer side, when known") \
 	X(cpu, "OS index of the PU the measuring process ran on")              \
 	X(numa_node, "NUMA node of that PU")                                   \
 	X(status, "ok | error")                                                \

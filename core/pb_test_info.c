@@ -5,6 +5,7 @@
 #include <inttypes.h>
 
 const char *const pb_list_format_names[] = { "human", "json", "tsv", NULL };
+const char *const pb_buffers_names[] = { "fresh", "peer", NULL };
 
 static const char *const pb_kind_names[] = { "latency", "bandwidth", "message_rate",
 					     "loaded_latency", "collective", "halo" };
@@ -47,6 +48,11 @@ static void pb_test_json(FILE *f, const struct pb_test_info *t)
 	for (const char *const *v = t->variants; v && *v; v++) {
 		fputs(v == t->variants ? "" : ", ", f);
 		pb_json_str(f, *v);
+	}
+	fputs("], \"buffers\": [", f);
+	for (const char *const *b = pb_buffers_names; t->buffers && *b; b++) {
+		fputs(b == pb_buffers_names ? "" : ", ", f);
+		pb_json_str(f, *b);
 	}
 	fprintf(f, "], \"bidir\": %s, \"payload\": %s, \"window\": %s, \"rooted\": %s",
 		pb_bool(t->bidir), pb_bool(t->payload), pb_bool(t->window), pb_bool(t->rooted));

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Version of the --list-tests JSON format (not of the CSV columns: PB_SCHEMA_VERSION). */
 #define PB_TEST_TABLE_SCHEMA 2
 /* Most tests pairbench-mpi's tables (several arrays) may hold together. */
 #define PB_TESTS_MAX 64
@@ -26,6 +27,16 @@ enum pb_agg_iters { PB_AGG_SUM, PB_AGG_SHARED };
 enum pb_list_format { PB_LIST_HUMAN, PB_LIST_JSON, PB_LIST_TSV };
 extern const char *const pb_list_format_names[];
 
+/*
+ * Buffer layouts (CSV column `buffers`, option --buffers; docs/mpi.md "Buffer layouts").
+ * fresh: data the peer has not seen (ping-pong: one buffer per rank, every copy rewrites
+ * what the peer reads next; streams: a receive slot per outstanding message).  peer: the
+ * OSU/IMB layout (separate send and receive buffers, the send buffer never written; one
+ * receive buffer for a whole window).  NULL-terminated, index = enum pb_buffers.
+ */
+enum pb_buffers { PB_BUF_FRESH, PB_BUF_PEER };
+extern const char *const pb_buffers_names[];
+
 struct pb_test_info {
 	const char *name;
 	const char *label;             /* human, e.g. "RDMA write latency" */
@@ -35,6 +46,7 @@ struct pb_test_info {
 	const char *primary_metric;    /* a CSV column */
 	bool higher_is_worse;          /* of primary_metric */
 	const char *const *variants;   /* NULL-terminated, first = default; NULL = none */
+	bool buffers;                  /* --buffers chooses its layout (pb_buffers_names) */
 	bool bidir;                    /* --bidir allowed */
 	bool payload;                  /* moves msg_size_bytes (false: barrier) */
 	bool window;                   /* has an outstanding window */

@@ -10,6 +10,7 @@
 #include "mp.h"
 
 #include "pb_csv.h"
+#include "pb_flags.h"
 #include "pb_log.h"
 #include "pb_pin.h"
 #include "pb_run.h"
@@ -26,6 +27,12 @@ static const struct pb_opt mp_opts[] = {
 	PB_COMMON_OPTS(struct mp_params, c, "latency", "1:4M", "1000"),
 	{ "window", 0, PB_OPT_U64, offsetof(struct mp_params, window), "64", 1, 4096, NULL, "N",
 	  "outstanding non-blocking messages per pair (bw, bibw, msgrate, loaded_lat streams)" },
+	{ "buffers", 0, PB_OPT_CHOICE, offsetof(struct mp_params, buffers), "fresh", 0, 0,
+	  pb_buffers_names, "LAYOUT",
+	  "latency, bw, bibw, msgrate: fresh = one buffer per rank (ping-pong) / a receive slot per outstanding message (streams); peer = separate send and receive buffers / one receive buffer per window, as OSU and IMB (docs/mpi.md)" },
+	{ "ack-each-window", 0, PB_OPT_FLAG, offsetof(struct mp_params, ack_each_window), NULL, 0,
+	  0, NULL, NULL,
+	  "bw, bibw: the receiver acknowledges every window, not once at the end (OSU -W / IMB Uniband loop; variant ack_each_window)" },
 	{ "back-to-back", 0, PB_OPT_FLAG, offsetof(struct mp_params, back_to_back), NULL, 0, 0, NULL,
 	  NULL, "collectives/halo: time N consecutive calls without a barrier between them (IMB style; can under-report, see docs/mpi.md)" },
 	{ "root-rotate", 0, PB_OPT_FLAG, offsetof(struct mp_params, root_rotate), NULL, 0, 0, NULL,
@@ -35,6 +42,8 @@ static const struct pb_opt mp_opts[] = {
 	{ "bind-mode", 0, PB_OPT_CHOICE, offsetof(struct mp_params, bind_mode), "verify", 0, 0,
 	  mp_bind_mode_names, "MODE",
 	  "verify: keep and record a binding made by the launcher, else apply --pin; override: always apply --pin" },
+	{ "pattern", 0, PB_OPT_STRING, offsetof(struct mp_params, pattern), NULL, 0, 0, NULL, "P[/P...]",
+	  "who talks to whom across nodes: pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, nodes:A-B,...; P1/P2/... = rounds one after the other in this job (docs/patterns.md)" },
 };
 #define MP_N_OPTS (sizeof(mp_opts) / sizeof(mp_opts[0]))
 
@@ -81,6 +90,7 @@ struct mp_guard {
 	const struct pb_test_ops *inner;
 	void *ictx;
 	struct mp_ctx *ctx;
+	bool idle;                   /* a rank in no pair of this pattern: meets, moves nothing */
 };
 
 static int mp_guard_prepare(void *g_, uint64_t size)
@@ -88,6 +98,8 @@ static int mp_guard_prepare(void *g_, uint64_t size)
 	struct mp_guard *g = g_;
 
 	mp_watchdog_arm(g->ctx->wd, "set-up", g->ctx->timeout_ns);
+	if (g->idle)
+		return 0;
 	return g->inner->prepare ? g->inner->prepare(g->ictx, size) : 0;
 }
 
@@ -96,6 +108,8 @@ static int mp_guard_warmup(void *g_, uint64_t size, uint64_t iters)
 	struct mp_guard *g = g_;
 
 	mp_watchdog_arm(g->ctx->wd, "the warm-up", g->ctx->timeout_ns);
+	if (g->idle)
+		return 0;
 	return g->inner->warmup ? g->inner->warmup(g->ictx, size, iters) : 0;
 }
 
@@ -105,6 +119,8 @@ static int mp_guard_timed(void *g_, struct pb_timed *t)
 
 	mp_watchdog_arm(g->ctx->wd, "the timed block",
 			g->ctx->timeout_ns + (uint64_t)(g->ctx->p->c.duration_s * 1e9));
+	if (g->idle)
+		return 0;
 	return g->inner->timed(g->ictx, t);
 }
 
@@ -113,6 +129,8 @@ static int mp_guard_finish(void *g_, uint64_t size)
 	struct mp_guard *g = g_;
 
 	mp_watchdog_arm(g->ctx->wd, "the finish phase", g->ctx->timeout_ns);
+	if (g->idle)
+		return 0;
 	return g->inner->finish ? g->inner->finish(g->ictx, size) : 0;
 }
 
@@ -139,8 +157,21 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 			 t->info.name);
 	else if (!t->info.payload && sizes_given)
 		snprintf(err, len, "--test %s moves no payload; drop -s/--sizes", t->info.name);
+	else if (p->pattern && !t->pattern_ok)
+		snprintf(err, len, "--pattern applies to latency, bw, bibw and msgrate, not --test %s",
+			 t->info.name);
+	else if (p->pattern && pb_opts_given(mp_opts, MP_N_OPTS, res, "pairs"))
+		snprintf(err, len, "--pattern decides the pairs; drop --pairs");
 	else if (p->back_to_back && t->kind != MP_KIND_ALL)
 		snprintf(err, len, "--back-to-back applies to collectives and halo, not --test %s",
+			 t->info.name);
+	else if (p->buffers != PB_BUF_FRESH && !t->info.buffers)
+		snprintf(err, len,
+			 "--buffers %s: --test %s has no buffer layout choice (those that have one list it under \"buffers\" in --list-tests --format json)",
+			 pb_buffers_names[p->buffers], t->info.name);
+	else if (p->ack_each_window && !t->ack_choice)
+		snprintf(err, len,
+			 "--ack-each-window applies to the streaming bandwidth tests (bw, bibw), not --test %s",
 			 t->info.name);
 	else if (p->root_rotate && !t->info.rooted)
 		snprintf(err, len, "--root-rotate applies to rooted collectives, not --test %s",
@@ -216,24 +247,41 @@ static void mp_write_failed(const struct mp_ctx *ctx, int err)
 	_exit(PB_EXIT_RUNTIME);
 }
 
-static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv)
+/* The row's variant: the timing style of collectives, or bw/bibw's acknowledgement. */
+static const char *mp_variant(const struct mp_params *p)
 {
-	struct mp_meet *meet = NULL;
+	if (p->back_to_back)
+		return "back_to_back";
+	return p->ack_each_window ? "ack_each_window" : NULL;
+}
+
+/* The engine's parameters of this run (flags into flags[0..len)); pattern, if any, the caller's. */
+static void mp_engine_params(const struct mp_ctx *ctx, const struct mp_test *t, unsigned pairs,
+			     struct pb_engine_params *ep, char *flags, size_t len)
+{
+	/* Every rank of the node busy-polls; MPI has no link rate to judge. */
+	struct pb_run_facts facts = { .busy_procs = (unsigned)ctx->node_size,
+				      .cpus = ctx->node_cpus };
+
+	pb_run_engine_params(&t->info, "mpi", &ctx->p->c, mp_variant(ctx->p), ctx->p->window,
+			     pairs, ep);
+	ep->buffers = t->info.buffers ? pb_buffers_names[ctx->p->buffers] : NULL;
+	pb_flags_run(&facts, flags, len);
+	ep->flags = flags;
+}
+
+/*
+ * One pattern (one round of --pattern P1/P2/...; or the whole run without
+ * --pattern): the test's context for this pairing, then the engine.
+ */
+static int mp_run_round(struct mp_ctx *ctx, const struct mp_test *t, struct mp_meet *meet,
+			struct pb_sink *sink)
+{
 	void *tctx = NULL;
-	FILE *csv = NULL;
 	int rc;
 
-	rc = mp_open_outputs(ctx, &csv);
-	if (!rc)
-		rc = mp_world_setup(ctx, t);
-	if (!rc)
-		rc = mp_world_report(ctx, t, argc, argv);
-	if (!rc) {
-		rc = mp_meet_create(ctx, t->kind == MP_KIND_ALL, &meet);
-		if (!rc)
-			rc = t->create(ctx, t, &tctx);
-		rc = mp_agree(ctx, rc, rc ? "cannot allocate the test's buffers" : "");
-	}
+	rc = t->create(ctx, t, &tctx);
+	rc = mp_agree(ctx, rc, rc ? "cannot allocate the test's buffers" : "");
 	if (!rc) {
 		struct pb_engine_params ep;
 		struct pb_engine_role role = {
@@ -242,22 +290,74 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 			.cpu = ctx->cpu, .numa_node = ctx->numa_node,
 			.host = ctx->host, .peer = ctx->peer_label,
 		};
-		struct pb_sink sink = { .csv = ctx->rank == 0 ? (csv ? csv : stdout) : NULL,
-					.table = ctx->rank == 0 && !ctx->p->c.quiet ? stderr : NULL };
-		struct mp_guard g = { .inner = t->ops, .ictx = tctx, .ctx = ctx };
+		struct mp_guard g = { .inner = t->ops, .ictx = tctx, .ctx = ctx,
+				      .idle = t->kind == MP_KIND_PAIR && ctx->side == MP_SIDE_NONE };
+		char flags[96];
 
-		pb_run_engine_params(&t->info, "mpi", &ctx->p->c,
-				     ctx->p->back_to_back ? "back_to_back" : NULL, ctx->p->window,
-				     ctx->pairs, &ep);
+		mp_engine_params(ctx, t, ctx->pairs, &ep, flags, sizeof(flags));
+		if (ctx->pattern) {
+			ep.pattern = ctx->pattern->name;
+			ep.node_aggregates = true;
+		}
 		if (ctx->pairs < t->info.min_pairs && ctx->rank == 0)
 			pb_log_warn("%s with 1 pair has no load: the row is flagged no_load",
 				    t->info.name);
 		errno = 0;
-		rc = pb_engine_run(&ep, &role, &mp_meet_ops, meet, &mp_guard_ops, &g, &sink);
-		if (sink.csv && ferror(sink.csv))
+		rc = pb_engine_run(&ep, &role, &mp_meet_ops, meet, &mp_guard_ops, &g, sink);
+		if (sink->csv && ferror(sink->csv))
 			mp_write_failed(ctx, errno);
 		mp_watchdog_arm(ctx->wd, "the final barrier", ctx->timeout_ns);
 		rc = mp_agree(ctx, rc, "");
+	}
+	if (tctx)
+		t->destroy(tctx);
+	return rc;
+}
+
+/* Rank 0: "not run" error rows for the rounds after a failed one (never missing rows). */
+static void mp_rest_rounds(struct mp_ctx *ctx, const struct mp_test *t, int from,
+			   struct pb_sink *sink)
+{
+	for (int i = from; ctx->rank == 0 && i < ctx->n_patterns; i++) {
+		struct pb_engine_params ep;
+		char flags[96];
+
+		mp_engine_params(ctx, t, ctx->pairs ? ctx->pairs : 1, &ep, flags, sizeof(flags));
+		ep.pattern = ctx->patterns[i].name;
+		pb_engine_rest_rows(&ep, ctx->host, sink->header_done ? 1 : 0,
+				    "not run: an earlier round failed", sink);
+	}
+}
+
+static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv)
+{
+	struct mp_meet *meet = NULL;
+	FILE *csv = NULL;
+	int rc, round = 0;
+
+	rc = mp_open_outputs(ctx, &csv);
+	if (!rc)
+		rc = mp_world_setup(ctx, t);
+	if (!rc)
+		rc = mp_world_report(ctx, t, argc, argv);
+	if (!rc) {
+		rc = mp_meet_create(ctx, t->kind == MP_KIND_ALL, &meet);
+		rc = mp_agree(ctx, rc, rc ? "cannot allocate the result buffers" : "");
+	}
+	if (!rc) {
+		struct pb_sink sink = { .csv = ctx->rank == 0 ? (csv ? csv : stdout) : NULL,
+					.table = ctx->rank == 0 && !ctx->p->c.quiet ? stderr : NULL };
+
+		rc = mp_run_round(ctx, t, meet, &sink);
+		for (round = 1; !rc && round < ctx->n_patterns; round++) {
+			rc = mp_world_pair(ctx, t, &ctx->patterns[round]);
+			if (!rc)
+				rc = mp_world_report(ctx, t, argc, argv);
+			if (!rc)
+				rc = mp_run_round(ctx, t, meet, &sink);
+		}
+		if (rc && ctx->n_patterns)
+			mp_rest_rounds(ctx, t, round, &sink);
 	}
 	if (ctx->rank == 0 && (csv ? ferror(csv) | fclose(csv) : fflush(stdout) | ferror(stdout))) {
 		pb_log_error("rank 0: writing the rows to %s failed: %s",
@@ -266,8 +366,6 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 	}
 	if (ctx->env_json)
 		fclose(ctx->env_json);
-	if (tctx)
-		t->destroy(tctx);
 	mp_meet_destroy(meet);
 	mp_world_teardown(ctx);
 	return rc;
@@ -340,6 +438,17 @@ int main(int argc, char **argv)
 		return pb_exit_code(rc);
 	}
 	ctx.pairs_given = pb_opts_given(mp_opts, MP_N_OPTS, &res, "pairs");
+	if (p.pattern) {
+		rc = mp_world_patterns(&ctx, p.pattern, err, sizeof(err));
+		if (rc) {
+			if (ctx.rank == 0)
+				pb_log_error("%s", err);
+			free(ctx.patterns);
+			mp_watchdog_stop(ctx.wd);
+			MPI_Finalize();
+			return PB_EXIT_USAGE;
+		}
+	}
 	mp_watchdog_arm(ctx.wd, "the start-up", (uint64_t)(p.c.timeout_s * 1e9));
 	rc = mp_run(&ctx, t, argc, argv);
 	mp_watchdog_stop(ctx.wd);

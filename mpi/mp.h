@@ -16,6 +16,7 @@
 
 #include "pb_common.h"
 #include "pb_engine.h"
+#include "mp_pattern.h"
 #include "shm_sync.h"
 
 #include <mpi.h>
@@ -27,10 +28,13 @@ enum mp_bind_mode { MP_BIND_VERIFY, MP_BIND_OVERRIDE };
 struct mp_params {
 	struct pb_common_params c;
 	uint64_t window;
+	int buffers;             /* enum pb_buffers (core/pb_test_info.h) */
+	bool ack_each_window;    /* bw, bibw: B acks every window (OSU -W / IMB Uniband loop) */
 	bool back_to_back;
 	bool root_rotate;
 	uint64_t halo_neighbours;
 	int bind_mode;           /* enum mp_bind_mode */
+	const char *pattern;     /* --pattern: NULL = none; "P1/P2/..." = rounds in one job */
 };
 
 /* Tags of the point-to-point tests. */
@@ -45,6 +49,7 @@ struct mp_shared {
 };
 
 struct mp_watchdog;
+struct mp_rank_info;
 
 struct mp_ctx {
 	const struct mp_params *p;
@@ -65,6 +70,7 @@ struct mp_ctx {
 	int cpu, numa_node;
 	int pu;                      /* PU bound by pairbench; -1 none (launcher's binding, --pin none) */
 	bool pin_verified;           /* the binding read back equals the request */
+	unsigned node_cpus;          /* CPUs available to this node's ranks (hwloc allowed set) */
 	char binding[80];            /* "launcher {0}", "pairbench PU 1", "none" */
 	uint64_t timeout_ns;
 	struct mp_watchdog *wd;
@@ -73,6 +79,11 @@ struct mp_ctx {
 	bool cross_node;             /* the job spans more than one node */
 	bool pairs_given;            /* --pairs was on the command line */
 	FILE *env_json;              /* rank 0: --env-json, opened before the run; NULL = none */
+	/* --pattern: the rounds (parsed from p->pattern) and the one being run */
+	struct mp_pattern *patterns;
+	int n_patterns;
+	const struct mp_pattern *pattern;
+	struct mp_rank_info *infos;  /* every rank's node (mp_world_setup), for re-pairing */
 };
 
 /*
@@ -90,6 +101,8 @@ struct mp_test {
 	void (*destroy)(void *tctx);
 	const struct pb_test_ops *ops;
 	int sub;                     /* per-family selector (e.g. which collective) */
+	bool ack_choice;             /* --ack-each-window applies (bw, bibw; msgrate always acks) */
+	bool pattern_ok;             /* pairs may span any two nodes (--pattern) */
 };
 
 /* Primary metric and its direction, as designated initialisers of struct pb_test_info. */
@@ -117,7 +130,18 @@ int mp_test_list(FILE *f, int fmt);
  * 0 or -errno; on error exactly one rank has printed why (usage: -EINVAL).
  */
 int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t);
-/* Print the pairing (rank 0) and write the --env-json record. 0 or -errno. */
+/*
+ * Pair the ranks for pattern pat (NULL: the default pairing) after
+ * mp_world_setup; every rank calls it (rounds of --pattern P1/P2/...).
+ * 0 or -errno; on error one rank has printed why.
+ */
+int mp_world_pair(struct mp_ctx *ctx, const struct mp_test *t, const struct mp_pattern *pat);
+/*
+ * Parse --pattern "P1/P2/..." into ctx->patterns.  0, or -EINVAL with err
+ * naming the bad pattern.
+ */
+int mp_world_patterns(struct mp_ctx *ctx, const char *text, char *err, size_t len);
+/* Print the pairing (rank 0) and write the --env-json record (once). 0 or -errno. */
 int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv);
 void mp_world_teardown(struct mp_ctx *ctx);
 /*
@@ -149,12 +173,15 @@ void mp_watchdog_disarm(struct mp_watchdog *wd);
 void mp_watchdog_stop(struct mp_watchdog *wd);
 
 /* --- shared loops (mp_latency.c, mp_bw.c), reused by loaded_lat --- */
-/* Ping-pong, side A: fills t (samples or histogram, window); the last message carries MP_TAG_STOP. */
-int mp_pingpong_a(struct mp_ctx *ctx, void *buf, int count, struct pb_timed *t);
+/*
+ * Ping-pong, side A: sends from sbuf, receives into rbuf (the same pointer = the fresh
+ * layout); fills t (samples or histogram, window); the last message carries MP_TAG_STOP.
+ */
+int mp_pingpong_a(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count, struct pb_timed *t);
 /* Ping-pong, side B: answers until a message tagged MP_TAG_STOP; *done = round trips. */
-int mp_pingpong_b(struct mp_ctx *ctx, void *buf, int count, uint64_t *done);
+int mp_pingpong_b(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count, uint64_t *done);
 /* Untimed ping-pong of exactly iters round trips (both sides). */
-int mp_pingpong_warmup(struct mp_ctx *ctx, void *buf, int count, uint64_t iters);
+int mp_pingpong_warmup(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count, uint64_t iters);
 
 /*
  * Windowed stream from A to B (bidir: both ways).  A sends windows of at
@@ -164,7 +191,8 @@ int mp_pingpong_warmup(struct mp_ctx *ctx, void *buf, int count, uint64_t iters)
  */
 struct mp_stream {
 	struct mp_ctx *ctx;
-	void *sbuf, *rbuf;           /* rbuf: window x size bytes (bidir / B side) */
+	void *sbuf, *rbuf;           /* rbuf: slots x size bytes (bidir / B side) */
+	bool one_rbuf;               /* peer layout: every receive of a window into rbuf itself */
 	int count;                   /* bytes per message */
 	int window;
 	bool bidir, ack_each;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* bw / bibw / msgrate: one timed block = side A streams n messages of size bytes to B in windows
- * of --window MPI_Isend (bibw: B streams back at once; msgrate: B acks every window), then waits for B's final ack. */
+ * of --window MPI_Isend (bibw: B streams back at once; msgrate: B acks every window), then waits for B's final ack.
+ * --buffers fresh: a receive slot per outstanding message; peer: one receive buffer for the window. */
 #include "mp.h"
 
 #include "pb_clock.h"
@@ -55,6 +56,8 @@ static uint64_t mp_stream_slots(const struct mp_stream *s)
 {
 	uint64_t per = s->count ? (uint64_t)s->count : 1, n = MP_RBUF_MAX_BYTES / per;
 
+	if (s->one_rbuf)
+		return 1;
 	if (n < 1)
 		n = 1;
 	return n < (uint64_t)s->window ? n : (uint64_t)s->window;
@@ -177,12 +180,13 @@ static int mp_bw_create(struct mp_ctx *ctx, const struct mp_test *t, void **out)
 	b->ctx = ctx;
 	b->sub = t->sub;
 	if (mp_stream_init(&b->s, ctx, (int)ctx->p->window, t->sub == MP_BW_BIDIR,
-			   t->sub == MP_BW_MSGRATE)) {
+			   t->sub == MP_BW_MSGRATE || (t->ack_choice && ctx->p->ack_each_window))) {
 		mp_stream_cleanup(&b->s);
 		free(b);
 		return -ENOMEM;
 	}
 	b->s.stop_word = &b->never;
+	b->s.one_rbuf = ctx->p->buffers == PB_BUF_PEER;
 	*out = b;
 	return 0;
 }
@@ -201,18 +205,18 @@ static const struct pb_test_ops mp_bw_ops = {
 	.timed = mp_bw_timed,
 };
 
-#define MP_BW(nm, which, lbl, k, metric, what)                                                   \
+#define MP_BW(nm, which, lbl, k, metric, acks, what)                                             \
 	{ .info = { .name = nm, .label = lbl, .summary = what, .kind = k, MP_HIGHER(metric),      \
-		    .payload = true, .window = true, .min_pairs = 1 },                           \
+		    .payload = true, .window = true, .buffers = true, .min_pairs = 1 },          \
 	  .kind = MP_KIND_PAIR, .create = mp_bw_create, .destroy = mp_bw_destroy,              \
-	  .ops = &mp_bw_ops, .sub = which }
+	  .ops = &mp_bw_ops, .sub = which, .ack_choice = acks, .pattern_ok = true }
 
 const struct mp_test mp_tests_bw[] = {
-	MP_BW("bw", MP_BW_UNI, "MPI bandwidth", PB_TK_BANDWIDTH, "bw_gbit_s",
+	MP_BW("bw", MP_BW_UNI, "MPI bandwidth", PB_TK_BANDWIDTH, "bw_gbit_s", true,
 	      "multi-pair streaming bandwidth (windows of MPI_Isend, one final ack), aggregate over the global window"),
-	MP_BW("bibw", MP_BW_BIDIR, "MPI bidirectional bandwidth", PB_TK_BANDWIDTH, "bw_gbit_s",
+	MP_BW("bibw", MP_BW_BIDIR, "MPI bidirectional bandwidth", PB_TK_BANDWIDTH, "bw_gbit_s", true,
 	      "multi-pair bidirectional bandwidth (both sides stream at once); iterations, bytes and messages of both directions"),
-	MP_BW("msgrate", MP_BW_MSGRATE, "MPI message rate", PB_TK_MESSAGE_RATE, "msg_rate_per_s",
+	MP_BW("msgrate", MP_BW_MSGRATE, "MPI message rate", PB_TK_MESSAGE_RATE, "msg_rate_per_s", false,
 	      "multi-pair message rate: windows of MPI_Isend, receiver acks every window (osu_mbw_mr method, correct aggregate)"),
 	MP_TESTS_END,
 };

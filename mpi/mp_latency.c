@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* latency: one timed iteration = side A MPI_Send of size bytes to B, B MPI_Send of size bytes
- * back, A's MPI_Recv completes; the sample is half of that round trip (half_rtt), timed on A. */
+ * back, A's MPI_Recv completes; the sample is half of that round trip (half_rtt), timed on A.
+ * --buffers fresh: each rank sends from and receives into one buffer (every copy rewrites what
+ * the peer reads next); peer: from a send buffer never written, into a separate receive buffer. */
 #include "mp.h"
 
 #include "pb_clock.h"
@@ -10,28 +12,29 @@
 
 struct mp_lat {
 	struct mp_ctx *ctx;
-	void *buf;
+	void *sbuf, *rbuf;          /* fresh: one allocation, rbuf == sbuf */
 	uint64_t cap;
 };
 
-int mp_pingpong_warmup(struct mp_ctx *ctx, void *buf, int count, uint64_t iters)
+int mp_pingpong_warmup(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count, uint64_t iters)
 {
 	for (uint64_t i = 0; i < iters; i++) {
 		if (ctx->side == MP_SIDE_A) {
-			MPI_Send(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
-			MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+			MPI_Send(sbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
+			MPI_Recv(rbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
 				 MPI_STATUS_IGNORE);
 		} else {
-			MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+			MPI_Recv(rbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
 				 MPI_STATUS_IGNORE);
-			MPI_Send(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
+			MPI_Send(sbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
 		}
 	}
 	return 0;
 }
 
 /* Iteration mode: exactly t->iterations samples; the last ping is tagged STOP. */
-static void mp_pingpong_a_iters(struct mp_ctx *ctx, void *buf, int count, struct pb_timed *t)
+static void mp_pingpong_a_iters(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count,
+				struct pb_timed *t)
 {
 	const uint64_t n = t->iterations;
 	uint64_t t0 = 0, t1 = 0;
@@ -39,9 +42,9 @@ static void mp_pingpong_a_iters(struct mp_ctx *ctx, void *buf, int count, struct
 	t->start_ns = pb_clock_now_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		t0 = pb_clock_now_ns();
-		MPI_Send(buf, count, MPI_BYTE, ctx->peer, i + 1 == n ? MP_TAG_STOP : MP_TAG_DATA,
+		MPI_Send(sbuf, count, MPI_BYTE, ctx->peer, i + 1 == n ? MP_TAG_STOP : MP_TAG_DATA,
 			 MPI_COMM_WORLD);
-		MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+		MPI_Recv(rbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
 			 MPI_STATUS_IGNORE);
 		t1 = pb_clock_now_ns();
 		t->samples_ns[i] = (t1 - t0) / 2;
@@ -51,7 +54,8 @@ static void mp_pingpong_a_iters(struct mp_ctx *ctx, void *buf, int count, struct
 }
 
 /* Duration mode: until end_by_ns; samples into the histogram. */
-static void mp_pingpong_a_duration(struct mp_ctx *ctx, void *buf, int count, struct pb_timed *t)
+static void mp_pingpong_a_duration(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count,
+				   struct pb_timed *t)
 {
 	uint64_t n = 0, t0, t1 = 0;
 	int tag;
@@ -60,8 +64,8 @@ static void mp_pingpong_a_duration(struct mp_ctx *ctx, void *buf, int count, str
 	do {
 		t0 = pb_clock_now_ns();
 		tag = t0 >= t->end_by_ns ? MP_TAG_STOP : MP_TAG_DATA;
-		MPI_Send(buf, count, MPI_BYTE, ctx->peer, tag, MPI_COMM_WORLD);
-		MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+		MPI_Send(sbuf, count, MPI_BYTE, ctx->peer, tag, MPI_COMM_WORLD);
+		MPI_Recv(rbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
 			 MPI_STATUS_IGNORE);
 		t1 = pb_clock_now_ns();
 		pb_hist_add(t->hist, (t1 - t0) / 2);
@@ -71,30 +75,39 @@ static void mp_pingpong_a_duration(struct mp_ctx *ctx, void *buf, int count, str
 	t->done = n;
 }
 
-int mp_pingpong_a(struct mp_ctx *ctx, void *buf, int count, struct pb_timed *t)
+int mp_pingpong_a(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count, struct pb_timed *t)
 {
 	if (t->end_by_ns)
-		mp_pingpong_a_duration(ctx, buf, count, t);
+		mp_pingpong_a_duration(ctx, sbuf, rbuf, count, t);
 	else
-		mp_pingpong_a_iters(ctx, buf, count, t);
+		mp_pingpong_a_iters(ctx, sbuf, rbuf, count, t);
 	t->has_lat = true;
 	t->bytes = 2 * t->done * (uint64_t)count;
 	t->messages = 2 * t->done;
 	return 0;
 }
 
-int mp_pingpong_b(struct mp_ctx *ctx, void *buf, int count, uint64_t *done)
+int mp_pingpong_b(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count, uint64_t *done)
 {
 	MPI_Status st;
 	uint64_t n = 0;
 
 	do {
-		MPI_Recv(buf, count, MPI_BYTE, ctx->peer, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
-		MPI_Send(buf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
+		MPI_Recv(rbuf, count, MPI_BYTE, ctx->peer, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+		MPI_Send(sbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD);
 		n++;
 	} while (st.MPI_TAG != MP_TAG_STOP);
 	*done = n;
 	return 0;
+}
+
+static void mp_lat_free(struct mp_lat *l)
+{
+	if (l->rbuf != l->sbuf)
+		free(l->rbuf);
+	free(l->sbuf);
+	l->sbuf = l->rbuf = NULL;
+	l->cap = 0;
 }
 
 static int mp_lat_prepare(void *tctx, uint64_t size)
@@ -105,10 +118,11 @@ static int mp_lat_prepare(void *tctx, uint64_t size)
 	if (mp_count(size, &count))
 		return -E2BIG;
 	if (size > l->cap) {
-		free(l->buf);
-		l->buf = mp_buf_alloc(size);
-		l->cap = l->buf ? size : 0;
-		if (!l->buf)
+		mp_lat_free(l);
+		l->sbuf = mp_buf_alloc(size);
+		l->rbuf = l->ctx->p->buffers == PB_BUF_PEER ? mp_buf_alloc(size) : l->sbuf;
+		l->cap = l->sbuf && l->rbuf ? size : 0;
+		if (!l->cap)
 			return -ENOMEM;
 	}
 	return 0;
@@ -118,7 +132,7 @@ static int mp_lat_warmup(void *tctx, uint64_t size, uint64_t iters)
 {
 	struct mp_lat *l = tctx;
 
-	return mp_pingpong_warmup(l->ctx, l->buf, (int)size, iters);
+	return mp_pingpong_warmup(l->ctx, l->sbuf, l->rbuf, (int)size, iters);
 }
 
 static int mp_lat_timed(void *tctx, struct pb_timed *t)
@@ -126,8 +140,8 @@ static int mp_lat_timed(void *tctx, struct pb_timed *t)
 	struct mp_lat *l = tctx;
 
 	if (l->ctx->side == MP_SIDE_A)
-		return mp_pingpong_a(l->ctx, l->buf, (int)t->msg_size_bytes, t);
-	return mp_pingpong_b(l->ctx, l->buf, (int)t->msg_size_bytes, &t->done);
+		return mp_pingpong_a(l->ctx, l->sbuf, l->rbuf, (int)t->msg_size_bytes, t);
+	return mp_pingpong_b(l->ctx, l->sbuf, l->rbuf, (int)t->msg_size_bytes, &t->done);
 }
 
 static int mp_lat_create(struct mp_ctx *ctx, const struct mp_test *t, void **out)
@@ -146,7 +160,7 @@ static void mp_lat_destroy(void *tctx)
 {
 	struct mp_lat *l = tctx;
 
-	free(l->buf);
+	mp_lat_free(l);
 	free(l);
 }
 
@@ -160,8 +174,8 @@ const struct mp_test mp_tests_latency[] = {
 	{ .info = { .name = "latency", .label = "MPI ping-pong latency",
 		    .summary = "multi-pair ping-pong (MPI_Send/MPI_Recv), half round trip, all pairs at once",
 		    .kind = PB_TK_LATENCY, .lat_kind = "half_rtt", MP_LOWER_LAT, .payload = true,
-		    .min_pairs = 1 },
+		    .buffers = true, .min_pairs = 1 },
 	  .kind = MP_KIND_PAIR, .create = mp_lat_create, .destroy = mp_lat_destroy,
-	  .ops = &mp_lat_ops },
+	  .ops = &mp_lat_ops, .pattern_ok = true },
 	MP_TESTS_END,
 };

@@ -53,7 +53,7 @@ static int mp_loaded_warmup(void *tctx, uint64_t size, uint64_t iters)
 	uint64_t done;
 
 	if (l->probe)
-		return mp_pingpong_warmup(l->ctx, l->buf, (int)size, iters);
+		return mp_pingpong_warmup(l->ctx, l->buf, l->buf, (int)size, iters);
 	if (!iters)
 		return 0;
 	l->s.stop_value = UINT64_MAX;
@@ -70,7 +70,7 @@ static int mp_loaded_timed(void *tctx, struct pb_timed *t)
 
 	l->point++;
 	if (l->probe && ctx->side == MP_SIDE_A) {
-		rc = mp_pingpong_a(ctx, l->buf, (int)t->msg_size_bytes, t);
+		rc = mp_pingpong_a(ctx, l->buf, l->buf, (int)t->msg_size_bytes, t);
 		/* Tell this node's streaming A sides to send their last window. */
 		__atomic_store_n(&ctx->shared->probe_done_point, l->point, __ATOMIC_RELEASE);
 		/* The probe's row carries latency only; its bytes are not load. */
@@ -79,7 +79,7 @@ static int mp_loaded_timed(void *tctx, struct pb_timed *t)
 		return rc;
 	}
 	if (l->probe)
-		return mp_pingpong_b(ctx, l->buf, (int)t->msg_size_bytes, &t->done);
+		return mp_pingpong_b(ctx, l->buf, l->buf, (int)t->msg_size_bytes, &t->done);
 	l->s.stop_value = l->point;
 	if (ctx->side == MP_SIDE_A) {
 		rc = mp_stream_a(&l->s, UINT64_MAX, UINT64_MAX, t);

@@ -37,6 +37,7 @@ struct mp_meet {
 	/* rank 0 */
 	struct mp_pub *all;
 	int *counts, *displs;
+	int *pair_rank;              /* rank that published pair i this point; -1 none */
 	double *all_samples, *pooled;
 	struct pb_hist *hists;
 };
@@ -60,10 +61,11 @@ int mp_meet_create(struct mp_ctx *ctx, bool per_iter_max, struct mp_meet **out)
 		m->all = calloc(n, sizeof(*m->all));
 		m->counts = calloc(n, sizeof(int));
 		m->displs = calloc(n, sizeof(int));
+		m->pair_rank = calloc(n, sizeof(int));
 		m->all_samples = calloc(n * m->max_samples + 1, sizeof(double));
 		m->pooled = calloc(n * m->max_samples + 1, sizeof(double));
 		m->hists = m->duration ? calloc(n, sizeof(*m->hists)) : NULL;
-		if (!m->all || !m->counts || !m->displs || !m->all_samples || !m->pooled ||
+		if (!m->all || !m->counts || !m->displs || !m->pair_rank || !m->all_samples || !m->pooled ||
 		    (m->duration && !m->hists))
 			goto nomem;
 		if (n * m->max_samples > (size_t)INT32_MAX) {
@@ -88,6 +90,7 @@ void mp_meet_destroy(struct mp_meet *m)
 	free(m->all);
 	free(m->counts);
 	free(m->displs);
+	free(m->pair_rank);
 	free(m->all_samples);
 	free(m->pooled);
 	free(m->hists);
@@ -170,6 +173,8 @@ static size_t mp_meet_assemble(struct mp_meet *m, struct pb_pair_result *res, un
 	size_t n_pooled = 0;
 	uint64_t n_max = 0;
 
+	for (int r = 0; r < ctx->size; r++)
+		m->pair_rank[r] = -1;
 	for (int r = 0; r < ctx->size; r++) {
 		struct mp_pub *p = &m->all[r];
 
@@ -186,6 +191,7 @@ static size_t mp_meet_assemble(struct mp_meet *m, struct pb_pair_result *res, un
 				 fl ? ";" : "");
 		}
 		res[p->r.pair_id] = p->r;
+		m->pair_rank[p->r.pair_id] = r;
 		if (seen)
 			seen[p->r.pair_id] = true;
 		if (p->r.status)
@@ -279,6 +285,21 @@ static uint64_t mp_meet_progress_count(void *mctx)
 	return shm_sync_progress_count(((struct mp_meet *)mctx)->ctx->shm);
 }
 
+/* Rank 0: pair i's samples as gathered (time order; pooled is a sorted copy). */
+static void mp_meet_pair_samples(void *mctx, unsigned pair_id, const double **samples,
+				 size_t *n)
+{
+	struct mp_meet *m = mctx;
+	int r = pair_id < (unsigned)m->ctx->size && m->pair_rank ? m->pair_rank[pair_id] : -1;
+
+	*samples = NULL;
+	*n = 0;
+	if (r < 0 || m->duration || m->per_iter_max)
+		return;
+	*samples = m->all_samples + m->displs[r];
+	*n = (size_t)m->counts[r];
+}
+
 const struct pb_meet_ops mp_meet_ops = {
 	.barrier = mp_meet_barrier,
 	.publish = mp_meet_publish,
@@ -287,4 +308,5 @@ const struct pb_meet_ops mp_meet_ops = {
 	.aborted = mp_meet_aborted,
 	.progress = mp_meet_progress,
 	.progress_count = mp_meet_progress_count,
+	.pair_samples = mp_meet_pair_samples,
 };

@@ -7,7 +7,9 @@
  * that writes the rows).  Pair tests: with two nodes pair i is (i-th rank
  * of node 0, i-th rank of node 1); on one node pair i is (node rank i,
  * node rank i + P).  Side A of every pair lives on node 0 and measures, so
- * all windows are read from one clock.
+ * all windows are read from one clock.  --pattern (mp_pattern.c) pairs
+ * ranks of any two nodes: side A then lives on many nodes, and their
+ * windows are moved to rank 0's clock with the measured clock offsets.
  */
 #define _GNU_SOURCE
 #include "mp.h"
@@ -81,6 +83,74 @@ static int mp_world_rank_of(const struct mp_ctx *ctx, const struct mp_rank_info 
 	return -1;
 }
 
+int mp_world_patterns(struct mp_ctx *ctx, const char *text, char *err, size_t len)
+{
+	char *copy = strdup(text), *save = NULL, *tok;
+	int n = 1, rc = 0;
+
+	for (const char *c = text; *c; c++)
+		n += *c == '/';
+	ctx->patterns = calloc((size_t)n, sizeof(*ctx->patterns));
+	if (!copy || !ctx->patterns) {
+		free(copy);
+		snprintf(err, len, "out of memory for --pattern");
+		return -ENOMEM;
+	}
+	ctx->n_patterns = 0;
+	for (tok = strtok_r(copy, "/", &save); tok && !rc; tok = strtok_r(NULL, "/", &save))
+		rc = mp_pattern_parse(tok, &ctx->patterns[ctx->n_patterns++], err, len);
+	if (!rc && ctx->n_patterns != n) {
+		snprintf(err, len, "--pattern '%.200s': an empty pattern between '/'", text);
+		rc = -EINVAL;
+	}
+	free(copy);
+	return rc;
+}
+
+/* Pairs of a --pattern: the same number of ranks on every node, node rank = slot. */
+static int mp_world_pattern_pairs(struct mp_ctx *ctx, const struct mp_test *t,
+				  struct mp_rank_info *infos, char *err, size_t errlen)
+{
+	int *count = calloc((size_t)ctx->n_nodes, sizeof(int));
+	int max = ctx->size / 2 + 1, n = -ENOMEM;
+	struct mp_pair_map *map = calloc((size_t)max, sizeof(*map));
+
+	if (!count || !map) {
+		snprintf(err, errlen, "out of memory for the pairing");
+		goto out;
+	}
+	for (int r = 0; r < ctx->size; r++)
+		count[infos[r].node_id]++;
+	for (int i = 1; i < ctx->n_nodes; i++) {
+		if (count[i] != count[0]) {
+			snprintf(err, errlen,
+				 "--pattern %.200s needs as many ranks on every node; node 0 (%s) has %d, node %d has %d (use --map-by node, -npernode or srun --ntasks-per-node)",
+				 ctx->pattern->name, infos[0].host, count[0], i, count[i]);
+			n = -EINVAL;
+			goto out;
+		}
+	}
+	n = mp_pattern_pairs(ctx->pattern, ctx->n_nodes, count[0], map, max, err, errlen);
+	if (n < 0)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		int a = mp_world_rank_of(ctx, infos, map[i].a_node, map[i].a_slot);
+		int b = mp_world_rank_of(ctx, infos, map[i].b_node, map[i].b_slot);
+
+		infos[a].side = MP_SIDE_A;
+		infos[b].side = MP_SIDE_B;
+		infos[a].peer = b;
+		infos[b].peer = a;
+		infos[a].pair_id = infos[b].pair_id = i;
+	}
+	(void)t;
+	ctx->pairs = (unsigned)n;
+out:
+	free(count);
+	free(map);
+	return n < 0 ? n : 0;
+}
+
 static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp_rank_info *infos,
 			  bool pairs_given, char *err, size_t errlen)
 {
@@ -100,6 +170,23 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 		ctx->pair_id = (unsigned)ctx->rank;
 		return 0;
 	}
+	for (int r = 0; r < ctx->size; r++) {
+		infos[r].side = MP_SIDE_NONE;
+		infos[r].peer = infos[r].pair_id = -1;
+	}
+	if (ctx->pattern) {
+		int rc = mp_world_pattern_pairs(ctx, t, infos, err, errlen);
+
+		if (rc)
+			return rc;
+		ctx->side = infos[ctx->rank].side;
+		ctx->peer = infos[ctx->rank].peer;
+		ctx->pair_id = infos[ctx->rank].pair_id < 0 ? 0 : (unsigned)infos[ctx->rank].pair_id;
+		/* Pattern rows: the peer column is the peer's host (node), nothing else. */
+		snprintf(ctx->peer_label, sizeof(ctx->peer_label), "%.63s",
+			 ctx->peer >= 0 ? infos[ctx->peer].host : "");
+		return 0;
+	}
 	if (ctx->size % 2) {
 		snprintf(err, errlen,
 			 "--test %s pairs ranks and needs an even number of ranks; the job has %d (start 2 x pairs ranks, e.g. mpirun -np 2)",
@@ -116,8 +203,8 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
 	}
 	if (ctx->n_nodes > 2) {
 		snprintf(err, errlen,
-			 "--test %s pairs two nodes but the ranks are on %d nodes (use -H a,b)", t->info.name,
-			 ctx->n_nodes);
+			 "--test %s pairs two nodes but the ranks are on %d nodes (use -H a,b, or --pattern NAME to say who talks to whom)",
+			 t->info.name, ctx->n_nodes);
 		return -EINVAL;
 	}
 	for (int r = 0; r < ctx->size; r++)
@@ -266,6 +353,7 @@ static int mp_world_pin(struct mp_ctx *ctx, char *err, size_t errlen)
 		snprintf(ctx->binding, sizeof(ctx->binding), "pairbench PU %d%s", pu,
 			 launcher_bound ? " (launcher binding overridden)" : "");
 	}
+	ctx->node_cpus = pb_pin_pu_count(topo);
 	if (!rc) {
 		ctx->cpu = rep.cpu;
 		ctx->numa_node = rep.numa_node;
@@ -349,6 +437,8 @@ int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t)
 	if (mp_agree(ctx, rc, "out of memory for the rank table"))
 		return rc ? rc : -ENOMEM;
 	mp_world_nodes(ctx, infos);
+	ctx->infos = infos;
+	ctx->pattern = ctx->n_patterns ? &ctx->patterns[0] : NULL;
 	rc = mp_world_pairs(ctx, t, infos, ctx->pairs_given, err, sizeof(err));
 	rc = mp_agree(ctx, rc, err);
 	if (!rc) {
@@ -359,10 +449,20 @@ int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t)
 		rc = mp_world_pin(ctx, err, sizeof(err));
 		rc = mp_agree(ctx, rc, err);
 	}
-	if (!rc && t->kind == MP_KIND_ALL)
+	/* Pattern pairs measure on many nodes: their windows need the offsets too. */
+	if (!rc && (t->kind == MP_KIND_ALL || ctx->n_patterns))
 		mp_world_offsets(ctx, infos);
-	free(infos);
 	return rc;
+}
+
+int mp_world_pair(struct mp_ctx *ctx, const struct mp_test *t, const struct mp_pattern *pat)
+{
+	char err[512] = "";
+	int rc;
+
+	ctx->pattern = pat;
+	rc = mp_world_pairs(ctx, t, ctx->infos, ctx->pairs_given, err, sizeof(err));
+	return mp_agree(ctx, rc, err);
 }
 
 static void mp_print_pairing(const struct mp_ctx *ctx, const struct mp_test *t,
@@ -425,10 +525,21 @@ static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 	fprintf(f, ",\n  \"mpi_standard\": \"%d.%d\", \"world_size\": %d, \"nodes\": %d, \"pairs\": %u,\n",
 		major, minor, ctx->size, ctx->n_nodes, ctx->pairs);
 	fprintf(f, "  \"pairing\": \"%s\",\n",
-		t->kind == MP_KIND_ALL ? "all ranks" : ctx->n_nodes == 2 ? "cross-node" : "intra-node");
+		t->kind == MP_KIND_ALL ? "all ranks" : ctx->pattern ? "pattern" :
+		ctx->n_nodes == 2 ? "cross-node" : "intra-node");
+	if (ctx->p->pattern) {
+		/* The placement below is the first round's pairing. */
+		fputs("  \"pattern\": ", f);
+		pb_env_str(f, ctx->p->pattern);
+		fputs(",\n", f);
+	}
 	pb_env_clock(f, ci, ctx->clock_offset_err_ns);
-	fprintf(f, "  \"options\": {\"window\": %llu, \"back_to_back\": %s, \"root_rotate\": %s, \"halo_neighbours\": %llu, \"bind_mode\": \"%s\", \"timeout_s\": %g},\n",
-		(unsigned long long)ctx->p->window, ctx->p->back_to_back ? "true" : "false",
+	/* buffers: the layout the rows carry ("" = the test has no choice), docs/mpi.md. */
+	fprintf(f, "  \"buffers\": ");
+	pb_env_str(f, t->info.buffers ? pb_buffers_names[ctx->p->buffers] : NULL);
+	fprintf(f, ",\n  \"options\": {\"window\": %llu, \"buffers\": \"%s\", \"ack_each_window\": %s, \"back_to_back\": %s, \"root_rotate\": %s, \"halo_neighbours\": %llu, \"bind_mode\": \"%s\", \"timeout_s\": %g},\n",
+		(unsigned long long)ctx->p->window, pb_buffers_names[ctx->p->buffers],
+		ctx->p->ack_each_window ? "true" : "false", ctx->p->back_to_back ? "true" : "false",
 		ctx->p->root_rotate ? "true" : "false", (unsigned long long)ctx->p->halo_neighbours,
 		ctx->p->bind_mode == MP_BIND_VERIFY ? "verify" : "override", ctx->p->c.timeout_s);
 	mp_json_ranks(f, ctx, in);
@@ -450,7 +561,8 @@ int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char 
 {
 	struct mp_rank_info me = { .rank = ctx->rank, .node_id = ctx->node_id,
 				   .node_rank = ctx->node_rank, .side = ctx->side, .peer = ctx->peer,
-				   .pair_id = t->kind == MP_KIND_ALL ? -1 : (int)ctx->pair_id,
+				   .pair_id = t->kind == MP_KIND_ALL || ctx->side == MP_SIDE_NONE ?
+					      -1 : (int)ctx->pair_id,
 				   .cpu = ctx->cpu, .numa_node = ctx->numa_node, .pu = ctx->pu,
 				   .verified = ctx->pin_verified };
 	struct mp_rank_info *in = NULL;
@@ -486,6 +598,10 @@ void mp_world_teardown(struct mp_ctx *ctx)
 	ctx->shm = NULL;
 	free(ctx->clock_offset_ns);
 	ctx->clock_offset_ns = NULL;
+	free(ctx->infos);
+	ctx->infos = NULL;
+	free(ctx->patterns);
+	ctx->patterns = NULL;
 	if (ctx->node_comm != MPI_COMM_NULL)
 		MPI_Comm_free(&ctx->node_comm);
 }

@@ -4,13 +4,16 @@
  * at most -t outstanding work requests; the block's time is first post .. last completion.
  *
  * The windowed stream shared by write_bw, read_bw, send_bw (and the loaded
- * pairs of loaded_lat).  Every --cq-mod-th work request is signalled
- * (wr_id = its 1-based index, so one completion retires every earlier
- * request).  A stream ends with the "stream done" ctrl word carrying its
+ * pairs of loaded_lat).  Messages go round-robin over the pair's --qps QPs;
+ * every --cq-mod-th work request of a QP is signalled (fewer QPs' worth when
+ * N QPs could otherwise fill the window with unsignalled requests: vb_conn.c
+ * vb_qp_sizes), wr_id = the message's 1-based index, so one completion
+ * retires every earlier request of its QP.  A stream ends with the "stream done" ctrl word carrying its
  * message count; with --bidir both sides stream at once and the measuring
  * side's window ends when its own stream completed AND the peer's was
  * announced (and, for send, fully received): bytes of both directions over
- * that one window.
+ * that one window.  --buffers fresh: message k goes from and to slot k mod n
+ * (vb_buf.c); peer: every message uses the same addresses.
  */
 #include "vb.h"
 
@@ -22,57 +25,107 @@
 enum vb_bw_mode { VB_BW_COUNT, VB_BW_DURATION, VB_BW_UNTIL_STOP };
 
 /*
+ * Retire the requests a send completion stands for: message k (wr_id, 1-based)
+ * went to QP (k - 1) mod N as that QP's ((k - 1) / N + 1)-th request, and a
+ * completion retires every earlier request of its QP.  Returns the requests
+ * retired now.
+ */
+static inline uint64_t vb_bw_retire(struct vb_worker *w, uint64_t wr_id)
+{
+	uint64_t k = wr_id - 1, s, n;
+	unsigned q;
+
+	if (w->nqp == 1) {
+		n = wr_id - w->qp_done[0];
+		w->qp_done[0] = wr_id;
+		return n;
+	}
+	q = (unsigned)(k % w->nqp);
+	s = k / w->nqp + 1;
+	n = s - w->qp_done[q];
+	w->qp_done[q] = s;
+	return n;
+}
+
+/*
+ * The last message of a stream that stops by time (or the probe): one more
+ * round, so each QP's last request is signalled.  One QP: up to the next
+ * signalled request (every --cq-mod-th).
+ */
+static inline uint64_t vb_bw_stop_at(const struct vb_worker *w, uint64_t scnt, uint64_t mod)
+{
+	if (w->nqp > 1)
+		return scnt + w->nqp;
+	return scnt % mod ? scnt + mod - scnt % mod : (scnt ? scnt : mod);
+}
+
+/*
  * The loop.  always_inline + a constant mode gives one specialised loop per
  * variant: no option test inside it beyond the termination rule of that variant.
+ * Message k goes to QP (k - 1) mod N (--qps, round robin); every qp_sig-th
+ * request of a QP (staggered by QP index) and the last of each QP are
+ * signalled; at most --tx-depth requests are outstanding in all, at most
+ * qp_cap on one QP.
+ * variant (and layout): no option test inside it beyond the termination rule of
+ * that variant.  slotted: each message in its own slot (--buffers fresh).
  */
 static inline __attribute__((always_inline)) int
-vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t end_by_ns,
-	   uint64_t *posted, uint64_t *recvd)
+vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, const bool slotted, uint64_t n,
+	   uint64_t end_by_ns, uint64_t *posted, uint64_t *recvd)
 {
-	const uint64_t depth = w->p->tx_depth, mod = w->p->cq_mod;
+	const uint64_t depth = w->p->tx_depth, mod = w->qp_sig, cap = w->qp_cap;
+	const unsigned nqp = w->nqp;
 	const uint32_t inl = w->inline_flag;
 	const uint32_t stop_at = (uint32_t)w->loaded_point;
 	_Atomic uint32_t *stop = &w->shared->loaded_stop;
 	struct vb_watch wt;
-	uint64_t scnt = 0, ccnt = 0, limit = mode == VB_BW_COUNT ? n : UINT64_MAX;
-	struct ibv_qp *qp = w->qp;
+	uint64_t scnt = 0, ccnt = 0, limit = mode == VB_BW_COUNT ? n : UINT64_MAX, round = 0;
+	struct ibv_qp *const *qps = w->qps;
+	const uint64_t *done = w->qp_done;
 	struct ibv_cq *cq = w->cq;
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc[16];
 	uint64_t spins = 0, next_check = 1024;
+	unsigned q = 0;
 	int rc, ne;
 
 	vb_watch_start(w, &wt, "send-queue completions", false);
 	while (ccnt < limit) {
-		while (scnt < limit && scnt - ccnt < depth) {
+		while (scnt < limit && scnt - ccnt < depth && round - done[q] < cap) {
 			w->wr.wr_id = scnt + 1;
-			w->wr.send_flags = inl | ((scnt + 1) % mod == 0 || scnt + 1 == limit ?
+			if (slotted)
+				vb_buf_slot(w, scnt);
+			w->wr.send_flags = inl | ((round + 1 + q) % mod == 0 || scnt + nqp >= limit ?
 						  IBV_SEND_SIGNALED : 0);
-			rc = ibv_post_send(qp, &w->wr, &bad);
+			rc = ibv_post_send(qps[q], &w->wr, &bad);
 			if (rc) {
-				snprintf(w->error, sizeof(w->error), "ibv_post_send: %s (message %llu)",
-					 strerror(rc), (unsigned long long)scnt);
+				snprintf(w->error, sizeof(w->error), "ibv_post_send: %s (message %llu, QP %u of %u)",
+					 strerror(rc), (unsigned long long)scnt, q, nqp);
 				return -rc;
 			}
 			scnt++;
+			if (++q == nqp) {
+				q = 0;
+				round++;
+			}
 		}
 		ne = ibv_poll_cq(cq, 16, wc);
 		for (int i = 0; i < ne; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS)
 				return vb_wc_error(w, &wc[i]);
 			if (!(wc[i].opcode & IBV_WC_RECV))
-				ccnt = wc[i].wr_id;
-			else if ((rc = vb_recv_repost(w, recvd)))
+				ccnt += vb_bw_retire(w, wc[i].wr_id);
+			else if ((rc = vb_recv_repost(w, VB_RECV_QP(wc[i].wr_id), recvd)))
 				return rc;
 		}
 		/* The clock is read only when completions freed room in the window (the
 		 * only time the stop decision matters): not on every empty poll. */
 		if (mode == VB_BW_DURATION && ne > 0 && limit == UINT64_MAX &&
 		    pb_clock_now_ns() >= end_by_ns)
-			limit = scnt % mod ? scnt + mod - scnt % mod : (scnt ? scnt : mod);
+			limit = vb_bw_stop_at(w, scnt, mod);
 		if (mode == VB_BW_UNTIL_STOP && limit == UINT64_MAX &&
 		    atomic_load_explicit(stop, memory_order_relaxed) == stop_at)
-			limit = scnt % mod ? scnt + mod - scnt % mod : (scnt ? scnt : mod);
+			limit = vb_bw_stop_at(w, scnt, mod);
 		if (ne < 0) {
 			snprintf(w->error, sizeof(w->error), "ibv_poll_cq failed");
 			return -EIO;
@@ -94,22 +147,42 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, uint64_t n, uint64_t
 	return 0;
 }
 
+/* The loop specialised for mode and layout (slotted: the layout has a slot per message). */
+static int vb_bw_run(struct vb_worker *w, enum vb_bw_mode mode, bool slotted, uint64_t n,
+		     uint64_t end_by_ns, uint64_t *posted, uint64_t *recvd)
+{
+	switch (mode) {
+	case VB_BW_COUNT:
+		return slotted ? vb_bw_loop(w, VB_BW_COUNT, true, n, 0, posted, recvd) :
+				 vb_bw_loop(w, VB_BW_COUNT, false, n, 0, posted, recvd);
+	case VB_BW_DURATION:
+		return slotted ? vb_bw_loop(w, VB_BW_DURATION, true, 0, end_by_ns, posted, recvd) :
+				 vb_bw_loop(w, VB_BW_DURATION, false, 0, end_by_ns, posted, recvd);
+	case VB_BW_UNTIL_STOP:
+		break;
+	}
+	return slotted ? vb_bw_loop(w, VB_BW_UNTIL_STOP, true, 0, 0, posted, recvd) :
+			 vb_bw_loop(w, VB_BW_UNTIL_STOP, false, 0, 0, posted, recvd);
+}
+
 /* Stream n messages (or until the block's end) and close the stream; fills t when non-NULL. */
 static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, bool bidir)
 {
 	uint64_t start, own_end, end, posted = 0, recvd = 0, peer = 0;
+	bool slotted = w->slots.slotted;
 	int rc;
 
 	w->stream_no++;
+	memset(w->qp_done, 0, w->nqp * sizeof(*w->qp_done));  /* before the window opens */
 	start = pb_clock_now_ns();
 	if (!t)
-		rc = vb_bw_loop(w, VB_BW_COUNT, n, 0, &posted, &recvd);
+		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd);
 	else if (w->role->until_probe && !t->end_by_ns)
-		rc = vb_bw_loop(w, VB_BW_UNTIL_STOP, 0, 0, &posted, &recvd);
+		rc = vb_bw_run(w, VB_BW_UNTIL_STOP, slotted, 0, 0, &posted, &recvd);
 	else if (t->end_by_ns)
-		rc = vb_bw_loop(w, VB_BW_DURATION, 0, t->end_by_ns, &posted, &recvd);
+		rc = vb_bw_run(w, VB_BW_DURATION, slotted, 0, t->end_by_ns, &posted, &recvd);
 	else
-		rc = vb_bw_loop(w, VB_BW_COUNT, n, 0, &posted, &recvd);
+		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd);
 	own_end = pb_clock_now_ns();
 	if (!rc)
 		rc = vb_stream_signal(w, posted);

@@ -11,6 +11,7 @@
 
 #include "pb_clock.h"
 #include "pb_env.h"
+#include "pb_flags.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -188,6 +189,11 @@ static void vb_sysfs_extras(const struct vb_params *p, struct vb_probe *pr)
 	char path[PATH_MAX], link[PATH_MAX];
 	ssize_t n;
 
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/driver", pr->device);
+	n = readlink(path, link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = 0;
+	snprintf(pr->driver, sizeof(pr->driver), "%s",
+		 pb_flags_rdma_driver(strrchr(link, '/') ? strrchr(link, '/') + 1 : link, pr->vendor_id));
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", pr->device);
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n > 0) {
@@ -228,6 +234,8 @@ static int vb_dev_query(struct ibv_context *ctx, const struct vb_params *p, stru
 	pr->max_mr_size = da.max_mr_size;
 	pr->max_qp_wr = da.max_qp_wr;
 	pr->max_cqe = da.max_cqe;
+	pr->max_qp = da.max_qp;      /* --qps (issue 13) */
+	pr->max_cq = da.max_cq;
 	pr->max_sge = da.max_sge;
 	pr->max_qp_rd_atom = da.max_qp_rd_atom;
 	pr->max_qp_init_rd_atom = da.max_qp_init_rd_atom;
@@ -243,6 +251,7 @@ static int vb_dev_query(struct ibv_context *ctx, const struct vb_params *p, stru
 		return -EIO;
 	}
 	pr->port_state = pa.state;
+	pr->lid = pa.lid;
 	pr->active_mtu = pa.active_mtu;
 	pr->max_mtu = pa.max_mtu;
 	pr->link_layer = pa.link_layer;
@@ -258,50 +267,134 @@ static int vb_dev_query(struct ibv_context *ctx, const struct vb_params *p, stru
 	return vb_gid_choose(ctx, p, pr, pa.gid_tbl_len, da.phys_port_cnt);
 }
 
-int vb_dev_probe(const struct vb_params *p, struct vb_probe *pr)
+/* Port address as rows print it: lid:0xNNNN on InfiniBand, gid:INDEX:GID on RoCE. */
+static void vb_port_addr(struct vb_probe *pr)
 {
-	struct ibv_device **list;
-	struct ibv_device *dev = NULL;
-	struct ibv_context *ctx;
-	int n = 0, rc;
-	size_t off = 0;
+	if (pr->link_layer == IBV_LINK_LAYER_INFINIBAND)
+		snprintf(pr->port_addr, sizeof(pr->port_addr), "lid:0x%04x", pr->lid);
+	else
+		snprintf(pr->port_addr, sizeof(pr->port_addr), "gid:%d:%s", pr->gid_index, pr->gid);
+}
 
-	list = ibv_get_device_list(&n);
-	if (!list || n == 0) {
-		snprintf(pr->error, sizeof(pr->error), "no RDMA device found%s (load a driver, or use the Soft-RoCE rig: scripts/softroce-run)",
-			 list ? "" : ": ibv_get_device_list failed");
-		if (list)
-			ibv_free_device_list(list);
-		return pr->rc = -ENODEV;
-	}
-	pr->ndevices = (unsigned)n;
-	for (int i = 0; i < n; i++) {
-		const char *name = ibv_get_device_name(list[i]);
+/* Open and query one device into *pr (name already set).  0 or -errno with pr->error. */
+static int vb_dev_probe_one(const struct vb_params *p, struct ibv_device *dev, struct vb_probe *pr)
+{
+	struct ibv_context *ctx = ibv_open_device(dev);
+	char path[PATH_MAX], text[32];
+	int rc;
 
-		if (off + strlen(name) + 2 < sizeof(pr->devices))
-			off += (size_t)snprintf(pr->devices + off, sizeof(pr->devices) - off, "%s%s", i ? "," : "", name);
-		if (!dev && (!p->device || !strcmp(p->device, name)))
-			dev = list[i];
-	}
-	if (!dev) {
-		snprintf(pr->error, sizeof(pr->error), "unknown device '%s' (-d); devices here: %s", p->device,
-			 pr->devices);
-		ibv_free_device_list(list);
-		return pr->rc = -EINVAL;
-	}
-	snprintf(pr->device, sizeof(pr->device), "%s", ibv_get_device_name(dev));
-	ctx = ibv_open_device(dev);
 	if (!ctx) {
 		snprintf(pr->error, sizeof(pr->error), "ibv_open_device(%s): %s", pr->device, strerror(errno));
-		ibv_free_device_list(list);
 		return pr->rc = -EIO;
 	}
 	rc = vb_dev_query(ctx, p, pr);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
-	if (!rc)
+	if (!rc) {
 		vb_sysfs_extras(p, pr);
+		vb_port_addr(pr);
+	}
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/numa_node", pr->device);
+	vb_sysfs_read(path, text, sizeof(text));
+	pr->numa_node = text[0] ? atoi(text) : -1;
 	return pr->rc = rc;
+}
+
+/* Is port -i of this device ACTIVE (for -d all)?  Opens the device briefly. */
+static bool vb_dev_active(const struct vb_params *p, struct ibv_device *dev)
+{
+	struct ibv_context *ctx = ibv_open_device(dev);
+	struct ibv_port_attr pa;
+	bool active;
+
+	if (!ctx)
+		return false;
+	active = !ibv_query_port(ctx, (uint8_t)p->ib_port, &pa) && pa.state == IBV_PORT_ACTIVE;
+	ibv_close_device(ctx);
+	return active;
+}
+
+/* The probe's failure: the first one, recorded for the launcher. */
+static int vb_dev_fail(struct vb_shared *sh, int rc, const char *msg)
+{
+	sh->probe_rc = rc;
+	snprintf(sh->probe_error, sizeof(sh->probe_error), "%s", msg);
+	return rc;
+}
+
+/* Which devices of list[] the run uses, in run order, into pick[]; count or -errno. */
+static int vb_dev_pick(const struct vb_params *p, struct vb_shared *sh, struct ibv_device **list, int n,
+		       const char *present, struct ibv_device **pick)
+{
+	char msg[512];
+	int k = 0;
+
+	if (p->dev_all) {
+		for (int i = 0; i < n && k < VB_MAX_DEVS; i++)
+			if (vb_dev_active(p, list[i]))
+				pick[k++] = list[i];
+		if (!k) {
+			snprintf(msg, sizeof(msg), "-d all: no device has an ACTIVE port %llu (devices here: %s)",
+				 (unsigned long long)p->ib_port, present);
+			return vb_dev_fail(sh, -ENETDOWN, msg);
+		}
+		return k;
+	}
+	if (!p->ndev_names) {
+		pick[0] = list[0];
+		return 1;
+	}
+	for (unsigned j = 0; j < p->ndev_names; j++) {
+		int i;
+
+		for (i = 0; i < n && strcmp(p->dev_names[j], ibv_get_device_name(list[i])); i++)
+			;
+		if (i == n) {
+			snprintf(msg, sizeof(msg), "unknown device '%s' (%s); devices here: %s", p->dev_names[j],
+				 p->pair_devices ? "--pair-devices" : "-d", present);
+			return vb_dev_fail(sh, -EINVAL, msg);
+		}
+		pick[k++] = list[i];
+	}
+	return k;
+}
+
+int vb_dev_probe(const struct vb_params *p, struct vb_shared *sh)
+{
+	struct ibv_device **list, *pick[VB_MAX_DEVS];
+	char present[256] = "";
+	int n = 0, k, rc = 0;
+	size_t off = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list || n == 0) {
+		char msg[200];
+
+		snprintf(msg, sizeof(msg), "no RDMA device found%s (load a driver, or use the Soft-RoCE rig: scripts/softroce-run)",
+			 list ? "" : ": ibv_get_device_list failed");
+		if (list)
+			ibv_free_device_list(list);
+		return vb_dev_fail(sh, -ENODEV, msg);
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = ibv_get_device_name(list[i]);
+
+		if (off + strlen(name) + 2 < sizeof(present))
+			off += (size_t)snprintf(present + off, sizeof(present) - off, "%s%s", i ? "," : "", name);
+	}
+	k = vb_dev_pick(p, sh, list, n, present, pick);
+	for (int j = 0; j < k && !rc; j++) {
+		struct vb_probe *pr = &sh->dev[j];
+
+		pr->ndevices = (unsigned)n;
+		snprintf(pr->devices, sizeof(pr->devices), "%s", present);
+		snprintf(pr->device, sizeof(pr->device), "%s", ibv_get_device_name(pick[j]));
+		if ((rc = vb_dev_probe_one(p, pick[j], pr)))
+			vb_dev_fail(sh, rc, pr->error);
+		else
+			sh->ndev = (unsigned)j + 1;
+	}
+	ibv_free_device_list(list);
+	return k < 0 ? k : rc;
 }
 
 static void vb_json_kv(FILE *f, const char *key, const char *val, bool comma)
@@ -326,6 +419,8 @@ static void vb_env_placement(FILE *f, const struct vb_params *p, const struct vb
 		};
 
 		pb_env_place(f, &pl, m == 0);
+		fputs(", \"device\": ", f);
+		pb_env_str(f, r->dev >= 0 && (unsigned)r->dev < sh->ndev ? sh->dev[r->dev].device : "");
 		fprintf(f, ", \"sgid_index\": %d, \"inline_bytes\": %d, \"path_mtu_bytes\": %d, \"note\": ",
 			r->sgid_index, r->inline_bytes, r->path_mtu);
 		pb_env_str(f, r->note);
@@ -334,10 +429,37 @@ static void vb_env_placement(FILE *f, const struct vb_params *p, const struct vb
 	pb_env_placement_end(f);
 }
 
+/* One entry of "devices": what identifies a device and where it sits (firmware, PCIe, NUMA). */
+static void vb_env_device(FILE *f, const struct vb_params *p, const struct vb_probe *pr, bool first)
+{
+	fprintf(f, "%s\n    {\"name\": ", first ? "" : ",");
+	pb_env_str(f, pr->device);
+	fputs(", \"fw_ver\": ", f);
+	pb_env_str(f, pr->fw_ver);
+	fputs(", \"node_guid\": ", f);
+	pb_env_str(f, pr->node_guid);
+	fprintf(f, ", \"vendor_id\": \"0x%x\", \"vendor_part_id\": %u, \"port\": %llu, \"link_layer\": \"%s\", \"port_addr\": ",
+		pr->vendor_id, pr->vendor_part_id, (unsigned long long)p->ib_port,
+		pr->link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand");
+	pb_env_str(f, pr->port_addr);
+	fputs(", \"netdev\": ", f);
+	pb_env_str(f, pr->netdev);
+	fputs(", \"port_rate\": ", f);
+	pb_env_str(f, pr->rate_text);
+	fprintf(f, ", \"port_rate_data_gbit_s\": %.4f, \"active_mtu_bytes\": %d, \"pci_busid\": ", pr->link_gbit_s,
+		vb_mtu_bytes(pr->active_mtu));
+	pb_env_str(f, pr->pci_busid);
+	fputs(", \"pcie_link_speed\": ", f);
+	pb_env_str(f, pr->pcie_speed);
+	fputs(", \"pcie_link_width\": ", f);
+	pb_env_str(f, pr->pcie_width);
+	fprintf(f, ", \"numa_node\": %d}", pr->numa_node);
+}
+
 int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci)
 {
-	const struct vb_probe *pr = &sh->probe;
+	const struct vb_probe *pr = &sh->dev[0];
 	struct utsname un;
 	char host[256] = "", buf[512];
 
@@ -349,6 +471,7 @@ int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 	vb_json_kv(f, "role", p->loopback ? "loopback" : p->side == VB_SERVER ? "server" : "client", true);
 	vb_json_kv(f, "device", pr->device, true);
 	vb_json_kv(f, "devices_present", pr->devices, true);
+	vb_json_kv(f, "driver", pr->driver, true);
 	vb_json_kv(f, "fw_ver", pr->fw_ver, true);
 	vb_json_kv(f, "node_guid", pr->node_guid, true);
 	fprintf(f, "  \"vendor_id\": \"0x%x\",\n  \"vendor_part_id\": %u,\n  \"hw_ver\": \"0x%x\",\n",
@@ -370,11 +493,20 @@ int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 	vb_json_kv(f, "pcie_link_width", pr->pcie_width, true);
 	fprintf(f, "  \"max_qp_rd_atom\": %d,\n  \"atomic_cap\": %d,\n  \"max_msg_sz\": %u,\n",
 		pr->max_qp_rd_atom, pr->atomic_cap, pr->max_msg_sz);
+	/* issue 13 (qpscm): QPs per pair, connection method, the limits --qps is checked against */
+	fprintf(f, "  \"qps\": %llu,\n  \"cm\": \"%s\",\n  \"max_qp\": %d,\n  \"max_cq\": %d,\n  \"max_cqe\": %d,\n  \"max_qp_wr\": %d,\n",
+		(unsigned long long)p->qps, p->cm == VB_CM_TCP ? "tcp" : "rdma_cm", pr->max_qp, pr->max_cq,
+		pr->max_cqe, pr->max_qp_wr);
 	fprintf(f, "  \"tx_depth\": %llu,\n  \"cq_mod\": %llu,\n  \"inline_requested\": ",
 		(unsigned long long)p->tx_depth, (unsigned long long)p->cq_mod);
 	pb_env_str(f, p->inline_size);
 	fprintf(f, ",\n  \"mtu_requested_bytes\": %llu,\n", (unsigned long long)p->mtu);
+	vb_buf_env(f, p);
 	pb_env_clock(f, ci, -1);
+	fputs("  \"devices\": [", f);
+	for (unsigned d = 0; d < sh->ndev; d++)
+		vb_env_device(f, p, &sh->dev[d], d == 0);
+	fputs("\n  ],\n", f);
 	vb_json_kv(f, "pin_policy", pb_pin_policy_names[p->c.pin], true);
 	vb_json_kv(f, "pin_note", pin_note, true);
 	vb_env_placement(f, p, sh, workers);

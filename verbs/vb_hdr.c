@@ -76,3 +76,88 @@ int vb_hdr_decode(const uint8_t *data, size_t len, struct vb_hdr *h, char *why, 
 	h->ctrl_rkey = vb_get32(data + VB_OFF_CTRL_RKEY);
 	return 0;
 }
+
+enum {
+	VB_QI_NQP = 0, VB_QI_LID = 4, VB_QI_LL = 6, VB_QI_MTU = 7, VB_QI_RD = 8, VB_QI_GIDX = 9,
+	VB_QI_GID = 12,
+};
+_Static_assert(VB_QI_GID + 16 == VB_QPINFO_FIXED_BYTES, "QP-info layout");
+
+size_t vb_qpinfo_wire_bytes(uint32_t nqp)
+{
+	return VB_QPINFO_FIXED_BYTES + 8 * (size_t)nqp;
+}
+
+void vb_qpinfo_encode(const struct vb_qpinfo *qi, uint8_t *out)
+{
+	memset(out, 0, VB_QPINFO_FIXED_BYTES);
+	vb_put32(out + VB_QI_NQP, qi->nqp);
+	vb_put16(out + VB_QI_LID, qi->lid);
+	out[VB_QI_LL] = qi->link_layer;
+	out[VB_QI_MTU] = qi->mtu;
+	out[VB_QI_RD] = qi->rd_atom;
+	out[VB_QI_GIDX] = qi->gid_index;
+	memcpy(out + VB_QI_GID, qi->gid, 16);
+}
+
+void vb_qpinfo_put_entry(uint8_t *block, uint32_t i, uint32_t qpn, uint32_t psn)
+{
+	vb_put32(block + VB_QPINFO_FIXED_BYTES + 8 * (size_t)i, qpn);
+	vb_put32(block + VB_QPINFO_FIXED_BYTES + 8 * (size_t)i + 4, psn);
+}
+
+void vb_qpinfo_entry(const uint8_t *block, uint32_t i, uint32_t *qpn, uint32_t *psn)
+{
+	*qpn = vb_get32(block + VB_QPINFO_FIXED_BYTES + 8 * (size_t)i);
+	*psn = vb_get32(block + VB_QPINFO_FIXED_BYTES + 8 * (size_t)i + 4);
+}
+
+uint32_t vb_qpinfo_count(const uint8_t *data, size_t len)
+{
+	return data && len >= 4 ? vb_get32(data + VB_QI_NQP) : 0;
+}
+
+int vb_qpinfo_decode(const uint8_t *data, size_t len, struct vb_qpinfo *qi, char *why, size_t whylen)
+{
+	memset(qi, 0, sizeof(*qi));
+	if (!data || len < VB_QPINFO_FIXED_BYTES) {
+		snprintf(why, whylen, "QP info too short (%zu B, at least %d B)", data ? len : 0,
+			 VB_QPINFO_FIXED_BYTES);
+		return -EBADMSG;
+	}
+	qi->nqp = vb_get32(data + VB_QI_NQP);
+	qi->lid = vb_get16(data + VB_QI_LID);
+	qi->link_layer = data[VB_QI_LL];
+	qi->mtu = data[VB_QI_MTU];
+	qi->rd_atom = data[VB_QI_RD];
+	qi->gid_index = data[VB_QI_GIDX];
+	memcpy(qi->gid, data + VB_QI_GID, 16);
+	if (qi->nqp < 1 || qi->nqp > VB_MAX_QPS) {
+		snprintf(why, whylen, "QP info for %u QPs (1..%u)", qi->nqp, VB_MAX_QPS);
+		return -EBADMSG;
+	}
+	if (len != vb_qpinfo_wire_bytes(qi->nqp)) {
+		snprintf(why, whylen, "QP info of %zu B for %u QPs, expected %zu B", len, qi->nqp,
+			 vb_qpinfo_wire_bytes(qi->nqp));
+		return -EBADMSG;
+	}
+	if (qi->link_layer != 1 && qi->link_layer != 2) {
+		snprintf(why, whylen, "QP info: unknown link layer %u", qi->link_layer);
+		return -EBADMSG;
+	}
+	if (qi->mtu < 1 || qi->mtu > 5) {
+		snprintf(why, whylen, "QP info: MTU code %u is not 1..5 (256..4096 B)", qi->mtu);
+		return -EBADMSG;
+	}
+	for (uint32_t i = 0; i < qi->nqp; i++) {
+		uint32_t qpn, psn;
+
+		vb_qpinfo_entry(data, i, &qpn, &psn);
+		if (qpn > 0xffffff || psn > 0xffffff) {
+			snprintf(why, whylen, "QP info: entry %u (QP 0x%x, PSN 0x%x) is wider than 24 bits", i, qpn,
+				 psn);
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}

@@ -33,27 +33,23 @@
 #include <stdatomic.h>
 #include <string.h>
 
-/* Post the pre-built work request as it is. 0 or -errno (w->error set). */
+/* Post the pre-built work request as it is, on the next QP of the round robin (--qps). 0 or -errno. */
 static inline int vb_lat_post(struct vb_worker *w)
 {
-	struct ibv_send_wr *bad;
-	int rc = ibv_post_send(w->qp, &w->wr, &bad);
-
-	if (rc)
-		snprintf(w->error, sizeof(w->error), "ibv_post_send: %s", strerror(rc));
-	return -rc;
+	return vb_post_next(w);
 }
 
 /*
- * Post with every --cq-mod-th request signalled (ping-pong write and send);
- * if the previous signalled request is still unreaped, reap it first.
- * 0 or -errno.
+ * Post with every --cq-mod-th request of each QP signalled (ping-pong write
+ * and send; with one QP every --cq-mod-th request); if the previous signalled
+ * request is still unreaped (one CQ for all QPs), reap it first.  0 or -errno.
  */
 static inline int vb_lat_post_moderated(struct vb_worker *w)
 {
-	bool sig = ++w->posts % w->p->cq_mod == 0;
+	bool sig = vb_next_signalled(w, w->p->cq_mod);
 	int rc;
 
+	w->posts++;
 	if (sig && w->sig_pending && (rc = vb_reap_pending(w)))
 		return rc;
 	w->sig_pending |= sig;

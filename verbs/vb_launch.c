@@ -11,6 +11,7 @@
  */
 #include "vb_launch.h"
 
+#include "pb_flags.h"
 #include "pb_log.h"
 #include "pb_run.h"
 
@@ -97,7 +98,6 @@ static int vb_probe(struct vb_launch *L)
 {
 	uint64_t limit = (uint64_t)(L->p->c.timeout_s * 1e9);
 	uint64_t deadline = pb_clock_now_ns() + (limit = limit > VB_PROBE_MIN_NS ? limit : VB_PROBE_MIN_NS);
-	struct vb_probe *pr = &L->sh->probe;
 	int st;
 	pid_t pid = fork();
 
@@ -108,7 +108,7 @@ static int vb_probe(struct vb_launch *L)
 	if (pid == 0) {
 		vb_child_restore_mask();
 		prctl(PR_SET_NAME, "pbv-probe", 0, 0, 0);
-		_exit(vb_dev_probe(L->p, pr) ? 1 : 0);
+		_exit(vb_dev_probe(L->p, L->sh) ? 1 : 0);
 	}
 	for (;;) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
@@ -129,18 +129,49 @@ static int vb_probe(struct vb_launch *L)
 		pb_log_error("the device probe died (signal %d)", WTERMSIG(st));
 		return -EIO;
 	}
-	if (pr->rc) {
-		pb_log_error("%s", pr->error);
-		return pr->rc;
+	if (L->sh->probe_rc) {
+		pb_log_error("%s", L->sh->probe_error);
+		return L->sh->probe_rc;
+	}
+	if (!L->sh->ndev) {
+		pb_log_error("the device probe found no device to use");
+		return -ENODEV;
+	}
+	vb_devmap_assign(L->p, L->sh->ndev, L->dev_of, L->peer_of);
+	return 0;
+}
+
+/*
+ * Loopback: the address each device is reached at.  One device: $PB_RDMA_IP
+ * or its IPv4 GID (as before); several: each device's own IPv4 GID.
+ */
+static int vb_loopback_ips(struct vb_launch *L)
+{
+	const char *ip = getenv("PB_RDMA_IP");
+
+	for (unsigned d = 0; d < L->sh->ndev; d++) {
+		const struct vb_probe *pr = &L->sh->dev[d];
+		const char *a = L->sh->ndev == 1 && ip && *ip ? ip : pr->ipv4;
+
+		/* --cm tcp needs no IP on the device: the sides meet on the host's loopback. */
+		if (!a[0] && L->p->cm == VB_CM_TCP)
+			a = "127.0.0.1";
+		if (!a[0]) {
+			pb_log_error(L->sh->ndev == 1 ?
+				     "--loopback: %s has no IPv4 GID; set PB_RDMA_IP to an IPv4 address of its netdev" :
+				     "--loopback: %s has no IPv4 GID (with several devices each is reached at its own IPv4 GID; give its netdev an IPv4 address)",
+				     pr->device);
+			return -EINVAL;
+		}
+		snprintf(L->loop_ip[d], sizeof(L->loop_ip[d]), "%s", a);
 	}
 	return 0;
 }
 
 /* Checks that need the device: sizes, MTU, atomics, address, locked memory. */
-static int vb_check_device(struct vb_launch *L)
+static int vb_check_device(struct vb_launch *L, const struct vb_probe *pr)
 {
 	struct vb_params *p = L->p;
-	const struct vb_probe *pr = &L->sh->probe;
 	uint64_t need = 2 * ((p->max_size + 4095) / 4096 * 4096) + 4096;
 	struct rlimit rl;
 
@@ -168,16 +199,10 @@ static int vb_check_device(struct vb_launch *L)
 			     (unsigned long long)p->tx_depth, pr->max_qp_wr);
 		return -EINVAL;
 	}
-	if (p->loopback) {
-		const char *ip = getenv("PB_RDMA_IP");
-
-		p->peer_host = ip && *ip ? ip : pr->ipv4;
-		if (!p->peer_host[0]) {
-			pb_log_error("--loopback: %s has no IPv4 GID; set PB_RDMA_IP to an IPv4 address of its netdev",
-				     pr->device);
-			return -EINVAL;
-		}
-	}
+	/* QPs this device may have to hold: every pair's (both sides in loopback) -- an upper
+	 * bound when the pairs are spread over several devices. */
+	if (vb_qps_check(p, pr, p->loopback ? 2 * p->pairs : p->pairs))
+		return -EINVAL;
 	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY && geteuid() != 0 &&
 	    need + 65536 > rl.rlim_cur) {
 		pb_log_error("each worker registers %llu KiB but the locked-memory limit is %llu KiB: raise it "
@@ -188,9 +213,32 @@ static int vb_check_device(struct vb_launch *L)
 	return 0;
 }
 
+static int vb_check_devices(struct vb_launch *L)
+{
+	int rc = 0;
+
+	for (unsigned d = 0; d < L->sh->ndev && !rc; d++)
+		rc = vb_check_device(L, &L->sh->dev[d]);
+	if (!rc && L->p->loopback)
+		rc = vb_loopback_ips(L);
+	return rc;
+}
+
+/* The device of worker member (loopback: clients 0..N-1, then servers). */
+static unsigned vb_member_dev(const struct vb_launch *L, unsigned member)
+{
+	const struct vb_params *p = L->p;
+
+	if (p->loopback && member >= p->pairs)
+		return L->peer_of[member - p->pairs];
+	return L->dev_of[member % p->pairs];
+}
+
 static int vb_plan(struct vb_launch *L)
 {
+	struct pb_run_facts facts;
 	unsigned list[PB_PIN_MAX];
+	const char *busids[VB_MAX_WORKERS];
 	struct pb_pin_request req;
 	char err[256];
 	int rc;
@@ -203,7 +251,13 @@ static int vb_plan(struct vb_launch *L)
 		pb_log_error("option --pin-list: %s", err);
 		return -EINVAL;
 	}
-	req.pci_busid = L->sh->probe.pci_busid[0] ? L->sh->probe.pci_busid : NULL;
+	req.pci_busid = L->sh->dev[0].pci_busid[0] ? L->sh->dev[0].pci_busid : NULL;
+	if (L->sh->ndev > 1) {
+		/* Each worker near ITS device. */
+		for (unsigned m = 0; m < L->members; m++)
+			busids[m] = L->sh->dev[vb_member_dev(L, m)].pci_busid;
+		req.pci_busids = busids;
+	}
 	if ((rc = pb_pin_topology_load(&L->topo, req.policy == PB_PIN_NEAR_DEVICE))) {
 		pb_log_error("hwloc topology: %s", strerror(-rc));
 		return rc;
@@ -214,7 +268,60 @@ static int vb_plan(struct vb_launch *L)
 	}
 	if (L->plan.note[0] && !L->p->c.quiet)
 		pb_log_info("placement: %s", L->plan.note);
+	/* Every worker busy-polls: more of them than CPUs measures the scheduler. */
+	facts.busy_procs = L->members;
+	facts.cpus = pb_pin_pu_count(L->topo);
+	/* The flags of every device the run uses (one set for all rows), and per device the
+	 * link rate link_pct may be judged against (0 where it is nominal or unknown). */
+	L->flags[0] = 0;
+	for (unsigned d = 0; d < L->sh->ndev; d++) {
+		char one[sizeof(L->flags)];
+
+		facts.driver = L->sh->dev[d].driver;
+		facts.link_gbit_s = L->sh->dev[d].link_gbit_s;
+		L->judged_gbit_s[d] = pb_flags_run(&facts, one, sizeof(one));
+		pb_flags_merge(L->flags, sizeof(L->flags), one);
+	}
 	return 0;
+}
+
+/* What the rows say about each pair's device (struct pb_pair_label; strings in L->sh). */
+static void vb_labels(struct vb_launch *L)
+{
+	const struct vb_params *p = L->p;
+
+	for (unsigned i = 0; i < p->pairs; i++) {
+		const struct vb_probe *d = &L->sh->dev[L->dev_of[i]];
+
+		L->labels[i] = (struct pb_pair_label){
+			.device = d->device, .port_addr = d->port_addr, .port = (unsigned)p->ib_port,
+			.peer_device = p->loopback ? L->sh->dev[L->peer_of[i]].device : NULL,
+			.link_gbit_s = L->judged_gbit_s[L->dev_of[i]] * (p->bidir ? 2 : 1),
+		};
+	}
+}
+
+/* "pairs on devices: rxe0 = 0,2; rxe1 = 1,3" */
+static void vb_log_assignment(const struct vb_launch *L)
+{
+	char text[512];
+	size_t len = 0;
+
+	for (unsigned d = 0; d < L->sh->ndev && len < sizeof(text); d++) {
+		bool any = false;
+
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s = pairs", d ? "; " : "",
+					L->sh->dev[d].device);
+		for (unsigned i = 0; i < L->p->pairs && len < sizeof(text); i++) {
+			if (L->dev_of[i] != d)
+				continue;
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%u", any ? "," : " ", i);
+			any = true;
+		}
+		if (!any && len < sizeof(text))
+			len += (size_t)snprintf(text + len, sizeof(text) - len, " none");
+	}
+	pb_log_info("devices: %s", text);
 }
 
 static const char *vb_variant(const struct vb_params *p)
@@ -249,6 +356,12 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 	w->member = member;
 	w->side = p->loopback ? (member < p->pairs ? VB_CLIENT : VB_SERVER) : p->side;
 	w->pair = member % p->pairs;
+	w->dev = &L->sh->dev[vb_member_dev(L, member)];
+	w->peer_dev = p->loopback ? &L->sh->dev[w->side == VB_CLIENT ? L->peer_of[w->pair] : L->dev_of[w->pair]] : NULL;
+	/* loopback: the server listens on, and its client connects to, the server's device */
+	w->peer_host = p->loopback ? L->loop_ip[L->peer_of[w->pair]] : p->peer_host;
+	w->bind_src = w->side == VB_CLIENT && L->sh->ndev > 1 && w->dev->ipv4[0];
+	rep->dev = (int32_t)vb_member_dev(L, member);
 	w->measuring = w->side == VB_CLIENT;
 	w->role = vb_test_role(w->test, w->side, w->pair);
 	w->sync = L->sync;
@@ -283,7 +396,20 @@ struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 
 	pb_run_engine_params(&p->test_desc->info, "verbs", &p->c, vb_variant(p), p->tx_depth,
 			     p->pairs, &ep);
-	ep.link_gbit_s = L->sh->probe.link_gbit_s * (p->bidir ? 2 : 1);
+	/* The node's capacity: every device used (once); each device's own in its label. */
+	ep.link_gbit_s = 0;
+	for (unsigned d = 0; d < L->sh->ndev; d++) {
+		for (unsigned i = 0; i < p->pairs; i++) {
+			if (L->dev_of[i] == d) {
+				ep.link_gbit_s += L->judged_gbit_s[d] * (p->bidir ? 2 : 1);
+				break;
+			}
+		}
+	}
+	ep.labels = L->labels;
+	ep.flags = L->flags;
+	ep.qps = p->qps;
+	ep.buffers = p->test_desc->info.buffers ? pb_buffers_names[p->buffers] : NULL;
 	return ep;
 }
 
@@ -419,18 +545,21 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 		return PB_EXIT_RUNTIME;
 	}
 	memset(L.sh, 0, sizeof(*L.sh));
-	if ((rc = vb_probe(&L)) || (rc = vb_check_device(&L)) || (rc = vb_plan(&L)))
+	if ((rc = vb_probe(&L)) || (rc = vb_check_devices(&L)) || (rc = vb_plan(&L)))
 		goto out;
+	vb_labels(&L);
 	/* Before the workers exist, so the calibration competes with nothing. */
 	if ((rc = pb_run_clock(&p->c, &L.clock)))
 		goto out;
-	if (!p->c.quiet)
+	for (unsigned d = 0; d < L.sh->ndev && !p->c.quiet; d++)
 		pb_log_info("device %s port %llu (%s, %s, %.1f Gbit/s data rate), %s, %s%s",
-			    L.sh->probe.device, (unsigned long long)p->ib_port,
-			    L.sh->probe.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand",
-			    L.sh->probe.rate_text, L.sh->probe.link_gbit_s, L.sh->probe.gid_note,
+			    L.sh->dev[d].device, (unsigned long long)p->ib_port,
+			    L.sh->dev[d].link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand",
+			    L.sh->dev[d].rate_text, L.sh->dev[d].link_gbit_s, L.sh->dev[d].gid_note,
 			    p->loopback ? "loopback via " : p->side == VB_SERVER ? "server" : "client of ",
-			    p->loopback || p->side == VB_CLIENT ? p->peer_host : "");
+			    p->loopback ? L.loop_ip[d] : p->side == VB_CLIENT ? p->peer_host : "");
+	if (L.sh->ndev > 1 && !p->c.quiet)
+		vb_log_assignment(&L);
 	rc = shm_sync_create(L.members, 64, shm_meet_extra_bytes(p->pairs, L.max_samples), true, &L.sync);
 	if (rc) {
 		pb_log_error("shared-memory segment for %u processes: %s", L.members, strerror(-rc));

@@ -20,6 +20,10 @@ struct vb_launch {
 	struct shm_sync *sync;
 	hwloc_topology_t topo;
 	struct pb_pin_plan plan;
+	/* devices: pair -> index into sh->dev (its measuring side, its peer side in loopback) */
+	unsigned dev_of[VB_MAX_PAIRS], peer_of[VB_MAX_PAIRS];
+	char loop_ip[VB_MAX_DEVS][64];      /* loopback: the address of each device */
+	struct pb_pair_label labels[VB_MAX_PAIRS];
 	unsigned members;
 	uint64_t max_samples;
 	pid_t pid[VB_MAX_WORKERS];
@@ -29,6 +33,8 @@ struct vb_launch {
 	FILE *csv;
 	struct pb_clock_info clock;
 	char why[400];           /* why the run stopped early (rows of what is left) */
+	char flags[96];          /* flags of every row (pb_flags_run over the devices used) */
+	double judged_gbit_s[VB_MAX_DEVS]; /* per device: rate link_pct is judged against; 0 = none */
 };
 
 /* vb_launch.c */

@@ -54,11 +54,11 @@ static const char *const vb_atomic_variants[] = { "fadd", "cswap", NULL };
 	.higher_is_worse = true, .payload = true, .min_pairs = 1, __VA_ARGS__
 #define VB_BW(lbl, ...)                                                                            \
 	.label = lbl, .kind = PB_TK_BANDWIDTH, .primary_metric = "bw_gbit_s", .bidir = true,     \
-	.payload = true, .window = true, .min_pairs = 1, __VA_ARGS__
+	.payload = true, .window = true, .buffers = true, .min_pairs = 1, __VA_ARGS__
 
 const struct vb_test vb_tests[] = {
 	{ .info = { .name = "write_lat", .summary = "RDMA write ping-pong latency (half round trip)",
-		    VB_LAT("RDMA write latency", "half_rtt", .access_client = "local_write,remote_write",
+		    VB_LAT("RDMA write latency", "half_rtt", .buffers = true, .access_client = "local_write,remote_write",
 			   .access_server = "local_write,remote_write") },
 	  .op = VB_OP_WRITE, .client = { &vb_write_lat_client, VB_WRITTEN },
 	  .server = { &vb_write_lat_server, VB_WRITTEN } },
@@ -68,7 +68,7 @@ const struct vb_test vb_tests[] = {
 	  .op = VB_OP_READ, .client = { &vb_read_lat_client, VB_LW },
 	  .server = { &vb_passive_ops, VB_READ_FROM } },
 	{ .info = { .name = "send_lat", .summary = "send/receive ping-pong latency (half round trip)",
-		    VB_LAT("send/receive latency", "half_rtt", .access_client = "local_write",
+		    VB_LAT("send/receive latency", "half_rtt", .buffers = true, .access_client = "local_write",
 			   .access_server = "local_write") },
 	  .op = VB_OP_SEND, .client = { &vb_send_lat_client, VB_LW },
 	  .server = { &vb_send_lat_server, VB_LW } },
@@ -99,7 +99,7 @@ const struct vb_test vb_tests[] = {
 	{ .info = { .name = "loaded_lat", .label = "RDMA write latency under load",
 		    .summary = "pair 0 measures write_lat while pairs 1..N-1 run write_bw (needs --pairs >= 2)",
 		    .kind = PB_TK_LOADED_LATENCY, .lat_kind = "half_rtt", .primary_metric = "lat_us_p50",
-		    .higher_is_worse = true, .payload = true, .window = true, .min_pairs = 2,
+		    .higher_is_worse = true, .payload = true, .window = true, .buffers = true, .min_pairs = 2,
 		    .access_client = "local_write,remote_write",
 		    .access_server = "local_write,remote_write" },
 	  .op = VB_OP_WRITE, .client = { &vb_write_lat_client, VB_WRITTEN, .probe = true },
@@ -138,11 +138,17 @@ int vb_test_access(const struct vb_test *t, enum vb_side side, unsigned pair, bo
 	return side == VB_CLIENT ? c->access : s->access;
 }
 
+static const char *const vb_cm_names[] = { "rdma_cm", "tcp", NULL };
+
 #define VB_P struct vb_params
 static const struct pb_opt vb_opts[] = {
 	PB_COMMON_OPTS(VB_P, c, "write_lat", "8,4K,64K", "1000"),
-	{ "device", 'd', PB_OPT_STRING, offsetof(VB_P, device), NULL, 0, 0, NULL, "DEV",
-	  "RDMA device (default: the first one)" },
+	/* several devices (issue 13, multidev): -d LIST|all, --pair-devices */
+	{ "device", 'd', PB_OPT_STRING, offsetof(VB_P, device), NULL, 0, 0, NULL, "DEV[,DEV...]|all",
+	  "RDMA device(s): a name, a list (pairs round-robin over it), or all (every device with an ACTIVE port); default: the first one" },
+	{ "pair-devices", 0, PB_OPT_STRING, offsetof(VB_P, pair_devices), NULL, 0, 0, NULL,
+	  "PAIR:DEV[:PEER_DEV],...", "device of each pair (every pair once), instead of round-robin; "
+	  "PEER_DEV (--loopback): the device of the pair's server side" },
 	{ "ib-port", 'i', PB_OPT_U64, offsetof(VB_P, ib_port), "1", 1, 255, NULL, "N", "device port" },
 	{ "gid-index", 'x', PB_OPT_STRING, offsetof(VB_P, gid_index), "auto", 0, 0, NULL, "N|auto",
 	  "GID index; auto prefers RoCE v2 with an IPv4-mapped address (the choice is printed)" },
@@ -161,7 +167,7 @@ static const struct pb_opt vb_opts[] = {
 	{ "connect", 0, PB_OPT_STRING, offsetof(VB_P, connect), NULL, 0, 0, NULL, "HOST",
 	  "client side: connect to the server at HOST (an IP of its RDMA device)" },
 	{ "port", 'p', PB_OPT_U64, offsetof(VB_P, cm_port), "18515", 1, 65000, NULL, "PORT",
-	  "rdma_cm port of pair 0 (pair i uses PORT+i)" },
+	  "rdma_cm (or --cm tcp: TCP) port of pair 0 (pair i uses PORT+i)" },
 	{ "loopback", 0, PB_OPT_FLAG, offsetof(VB_P, loopback), NULL, 0, 0, NULL, NULL,
 	  "both sides on this host through the device ($PB_RDMA_IP or the device's IPv4)" },
 	{ "bidir", 'b', PB_OPT_FLAG, offsetof(VB_P, bidir), NULL, 0, 0, NULL, NULL,
@@ -172,6 +178,15 @@ static const struct pb_opt vb_opts[] = {
 	  NULL, "like --validate, but flip one received byte and require the check to catch it" },
 	{ "variant", 0, PB_OPT_STRING, offsetof(VB_P, variant), NULL, 0, 0, NULL, "NAME",
 	  "test variant (atomic_lat: fadd | cswap)" },
+	/* issue 13 (qpscm): many QPs per pair, connections without IP */
+	{ "qps", 0, PB_OPT_U64, offsetof(VB_P, qps), "1", 1, VB_MAX_QPS, NULL, "N",
+	  "QPs per pair: the pair's requests round-robin over N QPs on one shared CQ (every test)" },
+	{ "cm", 0, PB_OPT_CHOICE, offsetof(VB_P, cm), "rdma_cm", 0, 0, vb_cm_names, "METHOD",
+	  "connection: rdma_cm (by IP address of the device) or tcp (QP info over a TCP socket on any "
+	  "address, then INIT/RTR/RTS by us: LID on InfiniBand, GID -x on RoCE)" },
+	{ "buffers", 0, PB_OPT_CHOICE, offsetof(VB_P, buffers), "fresh", 0, 0, pb_buffers_names,
+	  "LAYOUT",
+	  "write_lat, send_lat, *_bw, loaded_lat: fresh = a ping-pong sends what it received / each message of a window in its own slot; peer = separate send and receive regions / one address for a whole window, as perftest (docs/verbs.md)" },
 };
 #define VB_NOPTS (sizeof(vb_opts) / sizeof(vb_opts[0]))
 
@@ -314,6 +329,11 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 	p->test_desc = t;
 	if ((rc = vb_variant_check(p, &t->info)))
 		return rc;
+	if (p->buffers != PB_BUF_FRESH && !t->info.buffers) {
+		pb_log_error("option --buffers %s: test %s has no layout choice (write_lat, send_lat, write_bw, read_bw, send_bw, loaded_lat have)",
+			     pb_buffers_names[p->buffers], t->info.name);
+		return -EINVAL;
+	}
 	if (p->bidir && !t->info.bidir) {
 		pb_log_error("option --bidir: only the bandwidth tests (write_bw, read_bw, send_bw) have it");
 		return -EINVAL;
@@ -350,7 +370,9 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 		pb_log_error("option --sizes: at most 512M per message");
 		return -EINVAL;
 	}
-	return vb_role(p);
+	if ((rc = vb_role(p)))
+		return rc;
+	return vb_devmap_parse(p);
 }
 
 /*

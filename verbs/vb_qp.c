@@ -96,7 +96,7 @@ static int vb_watch_peek(struct vb_worker *w, struct vb_watch *wt, uint64_t now)
 
 	/* Loopback: the peer is in our shm group, its progress is the group's.  Send tests: a
 	 * receive completion could come before the peek's; they rely on the group and the receives. */
-	if (w->p->loopback || !w->qp || !w->remote.ctrl_rkey || !w->shared->probe.max_qp_init_rd_atom ||
+	if (w->p->loopback || !w->qp || !w->remote.ctrl_rkey || !w->dev->max_qp_init_rd_atom ||
 	    w->test->op == VB_OP_SEND)
 		return 0;
 	if (wt->peek_pending) {
@@ -178,7 +178,7 @@ int vb_wc_error(struct vb_worker *w, const struct ibv_wc *wc)
 	snprintf(w->error, sizeof(w->error),
 		 "completion error: %s (status %d, opcode %d, wr_id %llu) on QP 0x%x, %llu B",
 		 ibv_wc_status_str(wc->status), (int)wc->status, (int)wc->opcode,
-		 (unsigned long long)wc->wr_id, w->qp ? w->qp->qp_num : 0,
+		 (unsigned long long)wc->wr_id, wc->qp_num,
 		 (unsigned long long)w->size);
 	return -EIO;
 }
@@ -192,15 +192,20 @@ void vb_flag(struct pb_timed *t, const char *flag)
 	snprintf(t->flags + len, sizeof(t->flags) - len, "%s%s", len ? ";" : "", flag);
 }
 
-int vb_post_recvs(struct vb_worker *w, uint32_t n)
+int vb_post_recvs(struct vb_worker *w, unsigned q, uint32_t n)
 {
 	struct ibv_recv_wr *bad;
 
 	for (uint32_t i = 0; i < n; i++) {
-		int rc = ibv_post_recv(w->qp, &w->rwr, &bad);
+		int rc;
+
+		/* wr_id: the receive's slot (post index) above bit 16, its QP below */
+		w->rwr.wr_id = (vb_buf_recv_next(w) << 16) | q;
+		rc = ibv_post_recv(w->qps[q], &w->rwr, &bad);
 
 		if (rc) {
-			snprintf(w->error, sizeof(w->error), "ibv_post_recv: %s", strerror(rc));
+			snprintf(w->error, sizeof(w->error), "ibv_post_recv (QP %u of %u): %s", q, w->nqp,
+				 strerror(rc));
 			return -rc;
 		}
 		w->recvs_posted++;
@@ -225,12 +230,12 @@ static int vb_wait_one_cqe(struct vb_worker *w, struct ibv_wc *wc, const char *w
 	return wc->status == IBV_WC_SUCCESS ? 0 : vb_wc_error(w, wc);
 }
 
-/* A receive completed: count it and post its replacement. 0 or -errno. */
-int vb_recv_repost(struct vb_worker *w, uint64_t *recvd)
+/* A receive completed on QP q: count it and post its replacement there. 0 or -errno. */
+int vb_recv_repost(struct vb_worker *w, unsigned q, uint64_t *recvd)
 {
 	(*recvd)++;
 	w->recvs_posted--;
-	return vb_post_recvs(w, 1);
+	return vb_post_recvs(w, q, 1);
 }
 
 /*
@@ -249,7 +254,7 @@ static int vb_ctrl_reap(struct vb_worker *w)
 			return rc;
 		if (!(wc.opcode & IBV_WC_RECV))
 			break;
-		if ((rc = vb_recv_repost(w, &w->stray_recvs)))
+		if ((rc = vb_recv_repost(w, VB_RECV_QP(wc.wr_id), &w->stray_recvs)))
 			return rc;
 	}
 	if (wc.wr_id == VB_WRID_CTRL)
@@ -277,6 +282,26 @@ int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value)
 	rc = ibv_post_send(w->qp, &wr, &bad);
 	if (rc) {
 		snprintf(w->error, sizeof(w->error), "ibv_post_send (ctrl): %s", strerror(rc));
+		return -rc;
+	}
+	return vb_ctrl_reap(w);
+}
+
+int vb_ctrl_put(struct vb_worker *w, size_t off, size_t remote_off, uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)w->ctrl + off, .length = len, .lkey = w->ctrl_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = VB_WRID_CTRL, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	int rc;
+
+	wr.wr.rdma.remote_addr = w->remote.ctrl_addr + remote_off;
+	wr.wr.rdma.rkey = w->remote.ctrl_rkey;
+	if ((rc = ibv_post_send(w->qp, &wr, &bad))) {
+		snprintf(w->error, sizeof(w->error), "ibv_post_send (QP table, %u B): %s", len, strerror(rc));
 		return -rc;
 	}
 	return vb_ctrl_reap(w);
@@ -334,7 +359,8 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, u
 			for (int i = 0; i < ne; i++) {
 				if (wc[i].status != IBV_WC_SUCCESS)
 					return vb_wc_error(w, &wc[i]);
-				if ((wc[i].opcode & IBV_WC_RECV) && (rc = vb_recv_repost(w, recvd)))
+				if ((wc[i].opcode & IBV_WC_RECV) &&
+				    (rc = vb_recv_repost(w, VB_RECV_QP(wc[i].wr_id), recvd)))
 					return rc;
 			}
 			if (ne < 0) {
@@ -386,6 +412,8 @@ int vb_prepare_common(struct vb_worker *w, uint64_t size)
 	w->size = size;
 	w->seq = 0;
 	w->posts = 0;
+	w->qp_cur = 0;       /* both sides start the round robin at QP 0 (ping-pong: in lockstep) */
+	w->qp_round = 0;
 	w->sig_pending = false;
 	w->loaded_point++;   /* read by the probe and its load (struct vb_role) only */
 	memset(rx, 0, size < w->region ? size : w->region);
@@ -423,9 +451,12 @@ int vb_prepare_common(struct vb_worker *w, uint64_t size)
 		w->atomic_value = 0;
 		break;
 	}
-	if (op == VB_OP_SEND && w->recvs_posted < w->rx_depth &&
-	    (rc = vb_post_recvs(w, w->rx_depth - w->recvs_posted)))
-		return rc;
+	vb_buf_prepare(w);
+	/* Receives: rx_per_qp on every QP, once; each one consumed is reposted on its QP at once. */
+	if (op == VB_OP_SEND && !w->recvs_posted)
+		for (unsigned q = 0; q < w->nqp; q++)
+			if ((rc = vb_post_recvs(w, q, w->rx_per_qp)))
+				return rc;
 	return vb_ctrl_sync(w);
 }
 

@@ -4,8 +4,10 @@
  * send is received, repost that receive, stamp; sample = (stamp - previous stamp) / 2.
  * send_bw: one iteration = one send in the windowed stream (vb_bw.c); the peer reposts receives.
  *
- * Receives are pre-posted (-t of them) into the receive region and reposted
- * right after each receive completion, inside the iteration.  Every
+ * Receives are pre-posted (-t of them per QP, or fewer with --qps: docs/verbs.md)
+ * into the receive region and reposted on their QP right after each receive
+ * completion, inside the iteration.  With --qps N the pings and replies go
+ * round-robin over the N QPs, both sides in lockstep.  Every
  * --cq-mod-th send is signalled; sends of at most the inline size are posted
  * inline.  Send and receive completions share one CQ.  The loop, its timing
  * and the stream protocol are the harness's (vb_lat.h).
@@ -22,8 +24,13 @@ static inline int vb_send_poll(struct vb_worker *w, int *got_recv)
 		if (wc[i].status != IBV_WC_SUCCESS)
 			return vb_wc_error(w, &wc[i]);
 		if (wc[i].opcode & IBV_WC_RECV) {
+			uint64_t n = 0;
+			int rc;
+
+			/* its replacement at once, on the QP it came on (wr_id) */
+			if ((rc = vb_recv_repost(w, VB_RECV_QP(wc[i].wr_id), &n)))
+				return rc;
 			(*got_recv)++;
-			w->recvs_posted--;
 		} else {
 			w->sig_pending = false;
 		}
@@ -45,7 +52,7 @@ vb_send_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 		if (!got && (rc = vb_watch_spin(w, s, "the peer's reply send")))
 			return rc;
 	}
-	return vb_post_recvs(w, (uint32_t)got);
+	return 0;
 }
 
 static int vb_send_lat_timed(void *ctx, struct pb_timed *t)
@@ -77,8 +84,6 @@ static int vb_send_serve_stream(struct vb_worker *w)
 			s.progress += (uint64_t)got;
 			/* every 1024 batches too: receives may be there at every look */
 			if ((++s.spins & 1023) == 0 && (rc = vb_watch_check(w, &s)))
-				return rc;
-			if ((rc = vb_post_recvs(w, (uint32_t)got)))
 				return rc;
 			for (int i = 0; i < got; i++)
 				if ((rc = vb_lat_post_moderated(w)))

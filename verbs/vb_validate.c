@@ -8,6 +8,13 @@
  * after the read completion; atomics: the client checks each fetched old
  * value and the server the final value).
  *
+ * With --qps N, iteration k uses QP k mod N, and every size runs at least N
+ * iterations, so every QP carries checked data.
+ * The data moves through the addresses the layout (--buffers) gives the
+ * timed loops: iteration k of a window test uses slot k mod n, a fresh
+ * ping-pong sends from its receive region, receive i lands in receive slot
+ * i mod n (vb_buf.c).
+ *
  * --validate-selftest: the checker flips one byte of what it received
  * before checking; the run passes only when the check reports exactly
  * that byte, proving the check can fail.
@@ -44,21 +51,18 @@ int64_t vb_pattern_check(const uint8_t *b, uint64_t len, unsigned pair, uint64_t
 /* Post the prepared work request signalled and wait for its completion. */
 static int vb_post_wait(struct vb_worker *w)
 {
-	struct ibv_send_wr *bad;
 	int rc;
 
 	w->wr.send_flags = IBV_SEND_SIGNALED | w->inline_flag;
 	w->wr.wr_id = 1;
-	rc = ibv_post_send(w->qp, &w->wr, &bad);
-	if (rc) {
-		snprintf(w->error, sizeof(w->error), "ibv_post_send: %s", strerror(rc));
-		return -rc;
-	}
+	if ((rc = vb_post_next(w)))  /* round robin over --qps: iteration k on QP k mod N */
+		return rc;
 	w->sig_pending = true;
 	return vb_reap_pending(w);
 }
 
-static int vb_recv_wait(struct vb_worker *w)
+/* Wait for one receive; *at = where it landed (its slot, from the receive's wr_id). */
+static int vb_recv_wait(struct vb_worker *w, uint8_t **at)
 {
 	struct vb_watch wt;
 	struct ibv_wc wc;
@@ -78,7 +82,8 @@ static int vb_recv_wait(struct vb_worker *w)
 		return -EPROTO;
 	}
 	w->recvs_posted--;
-	return vb_post_recvs(w, 1);
+	*at = vb_buf_recv_addr(w, VB_RECV_SLOT(wc.wr_id));
+	return vb_post_recvs(w, VB_RECV_QP(wc.wr_id), 1);
 }
 
 /*
@@ -146,14 +151,18 @@ static int vb_validate_atomic(struct vb_worker *w, uint64_t k, bool selftest, un
 /* One iteration of one size. */
 static int vb_validate_one(struct vb_worker *w, uint64_t k, bool selftest, unsigned *caught)
 {
-	uint8_t *tx = w->buf, *rx = w->buf + w->region;
+	/* the slot of iteration k: its offset in both regions of both sides */
+	uint64_t off = w->slots.slotted ? (k % w->slots.n) * w->slots.stride : 0;
+	uint8_t *tx = w->buf + off, *rx = w->buf + w->region + off, *got = rx;
 	bool client = w->side == VB_CLIENT;
 	int rc = 0;
 
+	if (w->slots.slotted)
+		vb_buf_slot(w, k);
 	switch (w->test->op) {
 	case VB_OP_WRITE:
 		if (client) {
-			vb_pattern_fill(tx, w->size, w->pair, k);
+			vb_pattern_fill((uint8_t *)(uintptr_t)w->sge.addr, w->size, w->pair, k);
 			rc = vb_post_wait(w);
 		}
 		if (!rc)
@@ -163,10 +172,10 @@ static int vb_validate_one(struct vb_worker *w, uint64_t k, bool selftest, unsig
 		break;
 	case VB_OP_SEND:
 		if (client) {
-			vb_pattern_fill(tx, w->size, w->pair, k);
+			vb_pattern_fill((uint8_t *)(uintptr_t)w->sge.addr, w->size, w->pair, k);
 			rc = vb_post_wait(w);
-		} else if (!(rc = vb_recv_wait(w))) {
-			rc = vb_check(w, rx, w->size, k, selftest, caught);
+		} else if (!(rc = vb_recv_wait(w, &got))) {
+			rc = vb_check(w, got, w->size, k, selftest, caught);
 		}
 		break;
 	case VB_OP_READ:
@@ -174,7 +183,7 @@ static int vb_validate_one(struct vb_worker *w, uint64_t k, bool selftest, unsig
 			vb_pattern_fill(tx, w->size, w->pair, k);
 		rc = vb_ctrl_sync(w);
 		if (!rc && client && !(rc = vb_post_wait(w)))
-			rc = vb_check(w, rx, w->size, k, selftest, caught);
+			rc = vb_check(w, (uint8_t *)(uintptr_t)w->sge.addr, w->size, k, selftest, caught);
 		break;
 	case VB_OP_ATOMIC:
 		if (client)
@@ -189,6 +198,9 @@ int vb_validate_run(struct vb_worker *w, bool selftest)
 {
 	const struct vb_params *p = w->p;
 	uint64_t iters = p->c.iterations < 8 ? p->c.iterations : 8;
+	/* Every QP of --qps carries at least one checked message of every size. */
+	if (iters < w->nqp)
+		iters = w->nqp;
 	unsigned caught = 0;
 	bool checker = (w->test->op == VB_OP_WRITE || w->test->op == VB_OP_SEND) ? w->side == VB_SERVER :
 										       w->side == VB_CLIENT;
@@ -212,9 +224,9 @@ int vb_validate_run(struct vb_worker *w, bool selftest)
 		}
 	}
 	if (checker)
-		pb_log_info("validate: pair %u %s%s%s: %zu size(s) x %llu iteration(s): %s", w->pair, p->c.test,
-			    p->variant ? " " : "", p->variant ? p->variant : "", p->c.sizes.n,
-			    (unsigned long long)iters,
+		pb_log_info("validate: pair %u %s%s%s: %zu size(s) x %llu iteration(s) over %u QP(s): %s", w->pair,
+			    p->c.test, p->variant ? " " : "", p->variant ? p->variant : "", p->c.sizes.n,
+			    (unsigned long long)iters, w->nqp,
 			    selftest ? "self-test OK: every injected corruption was detected" : "data OK");
 	return 0;
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * write_lat: one timed iteration = RDMA write of S bytes to the peer, spin until the peer's S-byte
- * write lands back (last byte = our sequence number), stamp; sample = (stamp - previous stamp) / 2.
+ * write lands back (last byte = our sequence number | 0x80), stamp; sample = (stamp - previous stamp) / 2.
  * write_bw: one iteration = one RDMA write in the windowed stream (vb_bw.c).
  *
- * The client (measuring side) pings; the server spins on the last byte of
- * its receive region and answers each ping with a write of the same size.
+ * The client (measuring side) pings with sequence numbers 1..127; the server
+ * spins on the last byte of its receive region and answers each ping with a
+ * write of the same size whose last byte is the ping's number | 0x80, so a
+ * side that sends from its receive region (--buffers fresh: what the peer
+ * wrote last) never mistakes its own ping for the answer.
  * Every --cq-mod-th write is signalled and reaped inside the iteration (a
  * non-blocking poll after the pong; blocking only if it is still pending at
  * the next signalled post).  Writes of at most the inline size are posted
@@ -28,24 +31,27 @@ static inline int vb_write_reap_nb(struct vb_worker *w)
 	return ne < 0 ? -EIO : 0;
 }
 
-/* Post one ping/pong write carrying seq in its last byte. 0 or -errno. */
+/* Post one ping/pong write carrying seq in the last byte of its source. 0 or -errno. */
 static inline int vb_write_post(struct vb_worker *w, uint8_t seq)
 {
-	w->buf[w->size - 1] = seq;
+	((uint8_t *)(uintptr_t)w->sge.addr)[w->size - 1] = seq;
 	return vb_lat_post_moderated(w);
 }
+
+#define VB_PONG(seq) ((uint8_t)((seq) | 0x80))
+#define VB_SEQ_NEXT(seq) ((uint8_t)((seq) >= 127 ? 1 : (seq) + 1))
 
 static inline __attribute__((always_inline)) int
 vb_write_iter(struct vb_worker *w, struct vb_watch *s, uint64_t i)
 {
 	volatile uint8_t *rx_last = w->buf + w->region + w->size - 1;
-	uint8_t seq = w->seq = w->seq == 255 ? 1 : w->seq + 1;
+	uint8_t seq = w->seq = VB_SEQ_NEXT(w->seq);
 	int rc;
 
 	(void)i;
 	if ((rc = vb_write_post(w, seq)))
 		return rc;
-	while (*rx_last != seq)
+	while (*rx_last != VB_PONG(seq))
 		if ((rc = vb_watch_spin(w, s, "the peer's reply write")))
 			return rc;
 	return w->sig_pending ? vb_write_reap_nb(w) : 0;
@@ -73,7 +79,7 @@ static int vb_write_serve_stream(struct vb_worker *w)
 	vb_watch_start(w, &s, "the client's ping write", false);
 	w->stream_no = want;
 	for (;;) {
-		uint8_t seq = w->seq == 255 ? 1 : w->seq + 1;
+		uint8_t seq = VB_SEQ_NEXT(w->seq);
 
 		while (*rx_last != seq) {
 			if ((w->ctrl->in[2] >> VB_DONE_SHIFT) == want)
@@ -86,7 +92,7 @@ static int vb_write_serve_stream(struct vb_worker *w)
 		/* every 1024 pings too: a ping may already be there at the first look */
 		if ((++s.spins & 1023) == 0 && (rc = vb_watch_check(w, &s)))
 			return rc;
-		if ((rc = vb_write_post(w, seq)))
+		if ((rc = vb_write_post(w, VB_PONG(seq))))
 			return rc;
 		if (w->sig_pending && (rc = vb_write_reap_nb(w)))
 			return rc;

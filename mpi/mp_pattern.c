@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Traffic patterns across nodes: parsing and the pairing (pure functions, see mp_pattern.h). */
+#include "mp_pattern.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A non-negative decimal integer filling [s, end); -1 if it is not one. */
+static long mp_pattern_num(const char *s, const char **end)
+{
+	char *e;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	v = strtol(s, &e, 10);
+	if (v > 1000000)
+		return -1;
+	*end = e;
+	return v;
+}
+
+static int mp_pattern_parse_nodes(const char *s, struct mp_pattern *p, char *err, size_t len)
+{
+	const char *q = s;
+	size_t off = (size_t)snprintf(p->name, sizeof(p->name), "nodes:");
+
+	p->kind = MP_PAT_NODES;
+	p->n_links = 0;
+	while (*q) {
+		long a, b;
+
+		if (p->n_links == MP_PATTERN_MAX_LINKS) {
+			snprintf(err, len, "--pattern nodes: more than %d node pairs",
+				 MP_PATTERN_MAX_LINKS);
+			return -EINVAL;
+		}
+		a = mp_pattern_num(q, &q);
+		if (a < 0 || *q != '-')
+			goto bad;
+		b = mp_pattern_num(q + 1, &q);
+		if (b < 0 || (*q && *q != ','))
+			goto bad;
+		if (a == b) {
+			snprintf(err, len, "--pattern %s: node pair %ld-%ld pairs a node with itself",
+				 s - 6, a, b);
+			return -EINVAL;
+		}
+		for (int i = 0; i < p->n_links; i++) {
+			for (int k = 0; k < 2; k++) {
+				if (p->link[i][k] == a || p->link[i][k] == b) {
+					snprintf(err, len,
+						 "--pattern %s: node %d is in two node pairs (one pair per node in a round)",
+						 s - 6, p->link[i][k]);
+					return -EINVAL;
+				}
+			}
+		}
+		p->link[p->n_links][0] = (int)a;
+		p->link[p->n_links][1] = (int)b;
+		off += (size_t)snprintf(p->name + off, off < sizeof(p->name) ? sizeof(p->name) - off : 0,
+					"%s%ld-%ld", p->n_links ? "," : "", a, b);
+		p->n_links++;
+		if (*q == ',')
+			q++;
+		if (!*q && q[-1] == ',')
+			goto bad;
+	}
+	if (!p->n_links)
+		goto bad;
+	if (off >= sizeof(p->name)) {
+		snprintf(err, len, "--pattern nodes:...: longer than %d characters", MP_PATTERN_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	snprintf(err, len, "--pattern %.200s: expected nodes:A-B[,C-D...] with node numbers from 0",
+		 s - 6);
+	return -EINVAL;
+}
+
+int mp_pattern_parse(const char *text, struct mp_pattern *p, char *err, size_t len)
+{
+	static const struct { const char *name; enum mp_pattern_kind kind; int arg; } simple[] = {
+		{ "pairs", MP_PAT_PAIRS, -1 }, { "bisection", MP_PAT_BISECTION, -1 },
+		{ "alltoall", MP_PAT_ALLTOALL, -1 }, { "incast", MP_PAT_INCAST, 0 },
+		{ "fanout", MP_PAT_FANOUT, 0 },
+	};
+	const char *end;
+	long v;
+
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++) {
+		if (!strcmp(text, simple[i].name)) {
+			p->kind = simple[i].kind;
+			p->arg = simple[i].arg;
+			snprintf(p->name, sizeof(p->name), "%s", text);
+			return 0;
+		}
+	}
+	if (!strncmp(text, "shift:", 6) || !strncmp(text, "incast:", 7) ||
+	    !strncmp(text, "fanout:", 7)) {
+		const char *num = strchr(text, ':') + 1;
+
+		v = mp_pattern_num(num, &end);
+		if (v < 0 || *end || (text[0] == 's' && v == 0)) {
+			snprintf(err, len, "--pattern %.200s: expected %s", text,
+				 text[0] == 's' ? "shift:S with an integer S >= 1" :
+				 "incast:T / fanout:T with a node number T >= 0");
+			return -EINVAL;
+		}
+		p->kind = text[0] == 's' ? MP_PAT_SHIFT : text[0] == 'i' ? MP_PAT_INCAST : MP_PAT_FANOUT;
+		p->arg = (int)v;
+		snprintf(p->name, sizeof(p->name), "%.*s:%ld", (int)(num - text - 1), text, v);
+		return 0;
+	}
+	if (!strncmp(text, "nodes:", 6))
+		return mp_pattern_parse_nodes(text + 6, p, err, len);
+	snprintf(err, len,
+		 "unknown --pattern '%.200s' (pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, nodes:A-B,...)",
+		 text);
+	return -EINVAL;
+}
+
+struct mp_pattern_out {
+	struct mp_pair_map *out;
+	int n, max;
+};
+
+static void mp_pattern_add(struct mp_pattern_out *o, int an, int as, int bn, int bs)
+{
+	if (o->n < o->max)
+		o->out[o->n] = (struct mp_pair_map){ an, as, bn, bs };
+	o->n++;
+}
+
+/* Index of node b among the nodes other than a (0..K-2). */
+static int mp_pattern_other(int a, int b)
+{
+	return b < a ? b : b - 1;
+}
+
+static bool mp_pattern_alltoall_dir(int a, int b, int k)
+{
+	int d = ((b - a) % k + k) % k;
+
+	return 2 * d < k || (2 * d == k && a < b);
+}
+
+/* incast (into = true) or fanout around node t. */
+static void mp_pattern_star(struct mp_pattern_out *o, int t, int k, int r, bool into)
+{
+	int m = r / (k - 1);
+
+	for (int s = 0; s < k; s++) {
+		if (s == t)
+			continue;
+		for (int j = 0; j < m; j++) {
+			int ts = mp_pattern_other(t, s) * m + j;
+
+			if (into)
+				mp_pattern_add(o, s, j, t, ts);
+			else
+				mp_pattern_add(o, t, ts, s, j);
+		}
+	}
+}
+
+static int mp_pattern_check(const struct mp_pattern *p, int k, int r, char *err, size_t len)
+{
+	if (k < 2) {
+		snprintf(err, len, "--pattern %s needs ranks on at least 2 nodes; the job has %d",
+			 p->name, k);
+		return -EINVAL;
+	}
+	switch (p->kind) {
+	case MP_PAT_PAIRS:
+	case MP_PAT_BISECTION:
+		if (k % 2) {
+			snprintf(err, len,
+				 "--pattern %s pairs nodes and needs an even number of nodes; the job has %d (use shift:S, or nodes:... with a bye)",
+				 p->name, k);
+			return -EINVAL;
+		}
+		return 0;
+	case MP_PAT_SHIFT:
+		if (p->arg >= k) {
+			snprintf(err, len, "--pattern %s: S must be 1..%d on %d nodes", p->name, k - 1, k);
+			return -EINVAL;
+		}
+		if (r % 2) {
+			snprintf(err, len,
+				 "--pattern %s: every node sends and receives, so it needs an even number of ranks per node; the job has %d",
+				 p->name, r);
+			return -EINVAL;
+		}
+		return 0;
+	case MP_PAT_INCAST:
+	case MP_PAT_FANOUT:
+		if (p->arg >= k) {
+			snprintf(err, len, "--pattern %s: node %d does not exist (nodes 0..%d)", p->name,
+				 p->arg, k - 1);
+			return -EINVAL;
+		}
+		/* fall through */
+	case MP_PAT_ALLTOALL:
+		if (r < k - 1) {
+			snprintf(err, len,
+				 "--pattern %s over %d nodes needs at least %d ranks per node (one per other node); the job has %d",
+				 p->name, k, k - 1, r);
+			return -EINVAL;
+		}
+		return 0;
+	case MP_PAT_NODES:
+		for (int i = 0; i < p->n_links; i++) {
+			if (p->link[i][0] >= k || p->link[i][1] >= k) {
+				snprintf(err, len, "--pattern %.200s: node %d does not exist (nodes 0..%d)",
+					 p->name, p->link[i][0] >= k ? p->link[i][0] : p->link[i][1], k - 1);
+				return -EINVAL;
+			}
+		}
+		return 0;
+	}
+	snprintf(err, len, "unknown pattern kind");
+	return -EINVAL;
+}
+
+int mp_pattern_pairs(const struct mp_pattern *p, int k, int r, struct mp_pair_map *out, int max,
+		     char *err, size_t len)
+{
+	struct mp_pattern_out o = { .out = out, .max = max };
+	int rc = r < 1 ? -EINVAL : mp_pattern_check(p, k, r, err, len);
+
+	if (r < 1)
+		snprintf(err, len, "--pattern %s: no ranks per node", p->name);
+	if (rc)
+		return rc;
+	switch (p->kind) {
+	case MP_PAT_PAIRS:
+		for (int a = 0; a < k; a += 2)
+			for (int j = 0; j < r; j++)
+				mp_pattern_add(&o, a, j, a + 1, j);
+		break;
+	case MP_PAT_BISECTION:
+		for (int a = 0; a < k / 2; a++)
+			for (int j = 0; j < r; j++)
+				mp_pattern_add(&o, a, j, a + k / 2, j);
+		break;
+	case MP_PAT_SHIFT:
+		for (int a = 0; a < k; a++)
+			for (int j = 0; j < r / 2; j++)
+				mp_pattern_add(&o, a, j, (a + p->arg) % k, r / 2 + j);
+		break;
+	case MP_PAT_INCAST:
+	case MP_PAT_FANOUT:
+		mp_pattern_star(&o, p->arg, k, r, p->kind == MP_PAT_INCAST);
+		break;
+	case MP_PAT_ALLTOALL:
+		for (int a = 0; a < k; a++)
+			for (int b = 0; b < k; b++)
+				if (a != b && mp_pattern_alltoall_dir(a, b, k))
+					mp_pattern_add(&o, a, mp_pattern_other(a, b), b,
+						       mp_pattern_other(b, a));
+		break;
+	case MP_PAT_NODES:
+		for (int i = 0; i < p->n_links; i++)
+			for (int j = 0; j < r; j++)
+				mp_pattern_add(&o, p->link[i][0], j, p->link[i][1], j);
+		break;
+	}
+	if (o.n > max) {
+		snprintf(err, len, "--pattern %s: %d pairs, room for %d", p->name, o.n, max);
+		return -E2BIG;
+	}
+	return o.n;
+}
