@@ -10,6 +10,16 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
                        worst_lat_us_p99 / lat_us_p99; every point with >= 2 pairs
   [[min_pair_share]]   slowest pair's bandwidth / mean pair bandwidth (min_pair_bw_share)
                        >= min_share; every point with >= 2 pairs
+  [spec] accept_flags  machine flags (oversubscribed, emulated_device, link_rate_nominal,
+                       link_rate_unknown) the spec accepts; a check on a point whose rows
+                       carry any other machine flag fails even when its value is within
+                       the limit
+  [[fabric_min_link_share]]  fabric scan (pairbench fabric): every node pair's perf
+                       (value / reference for bandwidth, reference / value for latency;
+                       reference = median over nodes of each node's median link) >= min_share
+                       (e.g. 0.9: no node pair below 90 % of the median bandwidth)
+  [[fabric_max_outliers]]    fabric scan: suspect nodes + suspect links <= max_outliers,
+                       by the rule of pairbench.outliers with the criterion's tolerance, z
   [sanity]             max_link_pct (default 100): any row above it fails (bandwidth above
                        the link rate is a measurement error), as does the above_link_rate flag
 Values are medians over repetitions of the aggregate (pair_id=all) row. A criterion that
@@ -30,14 +40,16 @@ from pathlib import Path
 import pandas as pd
 
 from pairbench import testtable, tomlschema
-from pairbench.analysis import METRICS
+from pairbench.analysis import METRICS, is_headline
 from pairbench.errors import UsageError
+from pairbench.flags import MACHINE_FLAGS, infer_legacy, row_flags
 from pairbench.safeio import write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label
 from pairbench.tomlschema import (
     ArrayOfTables,
     ListOf,
+    NonNegInt,
     Num,
     PositiveInt,
     Size,
@@ -110,10 +122,34 @@ class MinPairShare:
     variant: str = key(Str(), "")
 
 
+@dataclass(frozen=True, kw_only=True)
+class FabricMinLinkShare:
+    test: str = key(Str())
+    min_share: float = key(Num())
+    min_size_bytes: int | None = key(Size(), None)
+    max_size_bytes: int | None = key(Size(), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FabricMaxOutliers:
+    test: str = key(Str())
+    max_outliers: int = key(NonNegInt())
+    tolerance: float = key(Num(open_unit=True), 0.10)
+    z: float = key(Num(), 3.5)
+    min_size_bytes: int | None = key(Size(), None)
+    max_size_bytes: int | None = key(Size(), None)
+    variant: str = key(Str(), "")
+
+
 @dataclass(frozen=True)
 class SpecInfo:
     name: str | None = key(Str(), None)
     layer: str | None = key(Str(testtable.LAYERS), None)
+    # Machine flags (pairbench.flags) the spec accepts on the rows it judges; a criterion
+    # on a row with any other machine flag cannot pass.
+    accept_flags: list[str] = key(ListOf(Str(tuple(MACHINE_FLAGS)), strict=True),
+                                  factory=list)
 
 
 @dataclass(frozen=True)
@@ -136,6 +172,10 @@ class AcceptSpec:
     min_fairness: list[MinFairness] = key(ArrayOfTables(MinFairness), factory=list)
     max_worst_pair: list[MaxWorstPair] = key(ArrayOfTables(MaxWorstPair), factory=list)
     min_pair_share: list[MinPairShare] = key(ArrayOfTables(MinPairShare), factory=list)
+    fabric_min_link_share: list[FabricMinLinkShare] = key(ArrayOfTables(FabricMinLinkShare),
+                                                          factory=list)
+    fabric_max_outliers: list[FabricMaxOutliers] = key(ArrayOfTables(FabricMaxOutliers),
+                                                       factory=list)
 
 
 SECTIONS = tuple(f.name for f in fields(AcceptSpec) if f.name not in ("spec", "sanity"))
@@ -147,7 +187,8 @@ def load_spec(path: Path) -> dict:
     with a criterion's absent optional keys left out."""
     parsed = tomlschema.load(AcceptSpec, path)
     spec: dict = {"name": parsed.spec.name or path.stem, "layer": parsed.spec.layer,
-                  "sanity": asdict(parsed.sanity), "path": str(path)}
+                  "sanity": asdict(parsed.sanity), "path": str(path),
+                  "accept_flags": list(parsed.spec.accept_flags)}
     for sec in SECTIONS:
         crits = getattr(parsed, sec)
         if crits:
@@ -217,7 +258,7 @@ def _check(name: str, crit: dict, rows: list[dict], d: pd.DataFrame, metric: str
 
 
 def evaluate(df: pd.DataFrame, spec: dict) -> list[dict]:
-    agg = df[df["pair_id"] == "all"].copy()
+    agg = df[is_headline(df)].copy()
     if spec.get("layer"):
         agg = agg[agg["layer"] == spec["layer"]]
     rows: list[dict] = []
@@ -243,8 +284,77 @@ def evaluate(df: pd.DataFrame, spec: dict) -> list[dict]:
         _check("min_pair_share", c, rows, d[d["pairs"] > 1], "min_pair_bw_share",
                c["min_share"], ok_if_le=False)
         _name_pair(rows[n0:], d, "min_bw_pair_id", "slowest pair")
+    _refuse_flagged(agg, spec, rows)
+    for c in spec.get("fabric_min_link_share", []):
+        _fabric(df, spec, c, rows, share=True)
+    for c in spec.get("fabric_max_outliers", []):
+        _fabric(df, spec, c, rows, share=False)
     _sanity(df, spec, rows)
     return rows
+
+
+def _refuse_flagged(agg: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
+    """A passed check on a point whose rows carry a machine flag the spec does not accept
+    (spec.accept_flags) fails: the figure measured the machine, not the adapter."""
+    accepted = set(spec.get("accept_flags", []))
+    flagged: dict[tuple[str, str, int], set[str]] = {}
+    for r, fl in zip(agg.itertuples(), row_flags(agg), strict=True):
+        bad = (fl & set(MACHINE_FLAGS)) - accepted
+        if bad:
+            label = r.test + (f"[{r.variant}]" if isinstance(r.variant, str) and r.variant
+                              else "")
+            flagged.setdefault((label, size_label(int(r.msg_size_bytes)), int(r.pairs)),
+                               set()).update(bad)
+    for r in rows:
+        bad = flagged.get((r["test"], r["size"], r["pairs"]))
+        if r["verdict"] == "pass" and bad:
+            r["verdict"] = "fail"
+            r["detail"] = (f"flagged {', '.join(sorted(bad))}: not accepted "
+                           f"(spec.accept_flags); {r['detail']}")
+
+
+def _fabric(df: pd.DataFrame, spec: dict, c: dict, rows: list[dict], share: bool) -> None:
+    """Fabric criteria: per (test, size) of the scan's node pairs (pairbench.outliers)."""
+    from pairbench.outliers import analyse
+
+    d = df if not spec.get("layer") else df[df["layer"] == spec["layer"]]
+    tol, z = (c.get("tolerance", 0.10), c.get("z", 3.5)) if not share else (0.10, 3.5)
+    label = c["test"] + (f"[{c['variant']}]" if c["variant"] else "")
+    name = "fabric_min_link_share" if share else "fabric_max_outliers"
+    limit = c["min_share"] if share else float(c["max_outliers"])
+    found = False
+    for pk, _lk, v in analyse(d, tol, z):
+        size = int(pk["msg_size_bytes"])
+        if (pk["test"] != c["test"] or pk["variant"] != c["variant"]
+                or size < c.get("min_size_bytes", 0)
+                or size > c.get("max_size_bytes", size)):
+            continue
+        found = True
+        base = {"criterion": name, "test": label, "size": size_label(size),
+                "pairs": "", "limit": limit}
+        if v.failed or len(v.links) < v.expected_links:
+            rows.append({**base, "value": None, "verdict": "fail",
+                         "detail": f"{v.expected_links - len(v.links)} node pair(s) not "
+                                   "measured or failed"})
+            continue
+        if share:
+            worst = min(v.links, key=lambda k: v.links[k])
+            ok = v.links[worst] >= limit
+            rows.append({**base, "value": v.links[worst], "verdict": "pass" if ok else "fail",
+                         "detail": f"worst node pair {worst[0]}~{worst[1]}: "
+                                   f"{v.metric} perf >= {limit:g}"})
+        else:
+            names = [*(f"node {n}" for n in v.suspect_nodes),
+                     *(f"link {a}~{b}" for a, b in v.suspect_links)]
+            ok = v.outliers <= limit
+            rows.append({**base, "value": float(v.outliers),
+                         "verdict": "pass" if ok else "fail",
+                         "detail": f"outliers <= {limit:g}"
+                                   + (f" (suspect: {', '.join(names)})" if names else "")})
+    if not found:
+        rows.append({"criterion": name, "test": label, "size": "", "pairs": "", "value": None,
+                     "limit": limit, "verdict": "fail",
+                     "detail": "no fabric scan data for this criterion"})
 
 
 def _scaling(agg: pd.DataFrame, c: dict, rows: list[dict]) -> None:
@@ -370,8 +480,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_accept(ns: argparse.Namespace) -> int:
     spec = load_spec(Path(ns.spec))
-    df = load_run(ns.run)
-    check_tests(spec, testtable.tables_for_run(load_metadata(ns.run)))
+    meta = load_metadata(ns.run)
+    df = infer_legacy(load_run(ns.run), meta)
+    check_tests(spec, testtable.tables_for_run(meta))
     rows = evaluate(df, spec)
     sys.stdout.write(render_text(spec, rows, color=sys.stdout.isatty()))
     if ns.junit:

@@ -11,7 +11,9 @@ from pairbench import testtable
 from pairbench.sizes import size_label
 from pairbench.testtable import TestTable
 
-POINT_KEY = ["layer", "test", "variant", "msg_size_bytes", "pairs"]
+# What one measured point is (schema version 3 added pattern, buffer layout and QP count;
+# all three are strings, '' where they do not apply, so that groupby keeps them).
+POINT_KEY = ["layer", "test", "variant", "pattern", "buffers", "qps", "msg_size_bytes", "pairs"]
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,41 @@ def point_label(test: str, variant: str, size: float, pairs: float, layer: str |
     return f"{int(pairs)}-pair {label} at {size_label(int(size))}"
 
 
+def is_headline(df: pd.DataFrame) -> pd.Series:
+    """The headline aggregate rows: pair_id=all over every pair of the run (scope all; empty
+    scope in runs older than schema version 3).  Per-device and per-node aggregates (scope
+    device / node) are extra rows of the same point and are not counted here."""
+    return (df["pair_id"] == "all") & df["scope"].isin(["all", ""])
+
+
+def jain(values: list[float]) -> float:
+    """Jain's fairness index (Σx)² / (n Σx²): 1 = equal shares, 1/n = one takes all."""
+    xs = [float(v) for v in values]
+    sq = sum(x * x for x in xs)
+    return sum(xs) ** 2 / (len(xs) * sq) if xs and sq > 0 else float("nan")
+
+
+def device_fairness(df: pd.DataFrame) -> pd.DataFrame:
+    """Fairness across devices: for every point (and repetition) with per-device aggregate
+    rows (scope=device, status ok, with bandwidth), Jain's index over those rows'
+    bw_gbit_s, each a device's own global window.  Columns: POINT_KEY, repetition (when
+    the data has it), devices, device_fairness, min_device, min_device_bw_gbit_s."""
+    key = POINT_KEY + (["repetition"] if "repetition" in df.columns else [])
+    cols = [*key, "devices", "device_fairness", "min_device", "min_device_bw_gbit_s"]
+    if "scope" not in df.columns:
+        return pd.DataFrame(columns=cols)
+    dev = df[(df["pair_id"] == "all") & (df["scope"] == "device") & (df["status"] == "ok")
+             & df["bw_gbit_s"].notna()]
+    out = []
+    for k, g in dev.groupby(key, dropna=False, sort=True):
+        low = g.loc[g["bw_gbit_s"].idxmin()]
+        out.append([*k, len(g), jain(list(g["bw_gbit_s"])), low["device"], low["bw_gbit_s"]])
+    return pd.DataFrame(out, columns=cols)
+
+
 def aggregate_rows(df: pd.DataFrame, ok_only: bool = True) -> pd.DataFrame:
-    """The pair_id=all rows (status=ok unless ok_only is False)."""
-    out = df[df["pair_id"] == "all"]
+    """The headline aggregate rows (status=ok unless ok_only is False)."""
+    out = df[is_headline(df)]
     if ok_only:
         out = out[out["status"] == "ok"]
     return out.copy()

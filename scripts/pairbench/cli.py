@@ -1,5 +1,5 @@
-"""The `pairbench` command line: sweep | plot | compare | noise | accept | report |
-default.
+"""The `pairbench` command line: sweep | plot | compare | noise | accept | report | show |
+screenshot | fabric | default.
 
 Only the module of the chosen subcommand is imported: `sweep` runs inside the emulated
 VM, where importing pandas or matplotlib alone would cost about a minute.
@@ -25,6 +25,11 @@ SUBCOMMANDS = {
               "compare would prove with 2, 3, 5, 10 repetitions"),
     "accept": ("accept", "run_accept", "check a run against an acceptance spec"),
     "report": ("report", "run_report", "one self-contained HTML report"),
+    "show": ("show", "run_show", "a run's findings and warnings in the terminal"),
+    "screenshot": ("screenshot", "run_screenshot", "render a report in headless Chromium: "
+                   "PNG, and exit 1 on console messages"),
+    "fabric": ("fabric", "run_fabric", "scan every node pair of K nodes in rounds of disjoint "
+               "pairs: matrix, heatmap, suspect links and nodes"),
     "default": ("default", "run_default", "the embedded default run (verbs on the Soft-RoCE "
                 "rig, MPI on this node, plots, reports); also `pairbench` alone"),
 }

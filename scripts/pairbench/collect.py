@@ -98,7 +98,8 @@ def error_rows(point: Point, sizes: list[int], reason: str, run_id: str) -> list
     for size in sizes:
         row = dict.fromkeys(ALL_COLUMNS, "")
         row.update(schema_version=str(SCHEMA_VERSION), layer=point.layer, test=point.test,
-                   msg_size_bytes=str(size), pairs=str(point.pairs), pair_id="all",
+                   msg_size_bytes=str(size), pairs=str(point.pairs), qps=point.qps_cell,
+                   pair_id="all", scope="all",
                    status="error", error=reason, run_id=run_id, repetition=str(point.repetition))
         rows.append(row)
     return rows

@@ -1,19 +1,23 @@
 """The CSV column list (mirror of core/pb_schema.h), free of heavy imports so that tiny
 programs (the fake executable, checks inside the slow VM) can use it."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 COLUMNS: tuple[str, ...] = (
     "schema_version",
     "layer",
     "test",
     "variant",
+    "pattern",
+    "buffers",
     "msg_size_bytes",
     "pairs",
     "pair_id",
+    "scope",
     "iterations",
     "warmup_iterations",
     "window",
+    "qps",
     "lat_kind",
     "lat_us_min",
     "lat_us_p50",
@@ -38,6 +42,10 @@ COLUMNS: tuple[str, ...] = (
     "duration_s",
     "host",
     "peer",
+    "device",
+    "port",
+    "port_addr",
+    "peer_device",
     "cpu",
     "numa_node",
     "status",
@@ -45,12 +53,14 @@ COLUMNS: tuple[str, ...] = (
     "error",
 )
 
-# Version 2 added the worst-pair columns; a version-1 file lacks them (read as empty cells).
+# Version 2 added the worst-pair columns, version 3 the pattern, buffer layout, aggregate
+# scope, QP count and device columns; an older file lacks them (read as empty cells).
 ADDED_IN: dict[int, tuple[str, ...]] = {
     2: ("worst_lat_pair_id", "worst_lat_us_p50", "worst_lat_us_p99", "min_bw_pair_id",
         "min_pair_bw_gbit_s", "min_pair_bw_share"),
+    3: ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device"),
 }
-READABLE_VERSIONS: tuple[int, ...] = (1, 2)
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3)
 
 
 def columns_of(version: int) -> tuple[str, ...]:

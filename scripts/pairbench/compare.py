@@ -173,14 +173,95 @@ def point_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     return keys, feats
 
 
+LAYOUT_NOTE = ("buffer layouts differ (base {b}, new {n}): a ratio would measure the layout, "
+               "not a change; rerun with the same --buffers (docs/mpi.md, Buffer layouts)")
+
+
+def layout_mismatches(base: pd.DataFrame, new: pd.DataFrame) -> list[tuple[tuple, str, str]]:
+    """Points of both runs that differ only in their buffer layout (issue 16): (the point key
+    with buffers blank, base's layouts, new's layouts) where the two sides share no layout.
+    Their POINT_KEYs never match, so without this they would silently not be compared."""
+    other = [k for k in POINT_KEY if k != "buffers"]
+
+    def layouts(df: pd.DataFrame) -> dict[tuple, set[str]]:
+        agg = _keyed(df)[POINT_KEY]
+        out: dict[tuple, set[str]] = {}
+        for rec in agg.itertuples(index=False):
+            d = dict(zip(POINT_KEY, rec, strict=True))
+            out.setdefault(tuple(d[k] for k in other), set()).add(d["buffers"])
+        return out
+
+    lb, ln = layouts(base), layouts(new)
+    found = []
+    for key in sorted(lb.keys() & ln.keys()):
+        if lb[key].isdisjoint(ln[key]):
+            full = dict(zip(other, key, strict=True))
+            full["buffers"] = ""
+            found.append((tuple(full[k] for k in POINT_KEY), "+".join(sorted(lb[key])) or "none",
+                          "+".join(sorted(ln[key])) or "none"))
+    return found
+
+
+def _keyed(df: pd.DataFrame) -> pd.DataFrame:
+    """The aggregate rows with the point key's text columns blank instead of missing."""
+    agg = aggregate_rows(df)
+    for col in POINT_KEY:
+        if agg[col].dtype == object:
+            agg[col] = agg[col].fillna("")
+    return agg
+
+
+def _layout_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> list[dict]:
+    """A not-comparable row per metric of every point that differs only by layout."""
+    ab, an = _keyed(base), _keyed(new)
+    rows = []
+    for key, lb, ln in layout_mismatches(base, new):
+        d = dict(zip(POINT_KEY, key, strict=True))
+
+        def at(df: pd.DataFrame, d: dict = d) -> pd.DataFrame:
+            mask = np.ones(len(df), dtype=bool)
+            for k in POINT_KEY:
+                if k != "buffers":
+                    mask &= (df[k] == d[k]).to_numpy()
+            return df[mask]
+
+        b, n = at(ab), at(an)
+        for metric in wanted:
+            if metric not in b.columns or metric not in n.columns:
+                continue
+            vb, vn = b[metric].dropna(), n[metric].dropna()
+            if vb.empty or vn.empty:
+                continue
+            note = LAYOUT_NOTE.format(b=lb, n=ln)
+            rows.append({**d, "buffers": f"{lb}|{ln}", "metric": metric,
+                         "unit": METRICS[metric].unit, "base": float(vb.median()),
+                         "new": float(vn.median()), "ratio": math.nan, "change_pct": math.nan,
+                         "n_base": len(vb), "n_new": len(vn), "ci_low": math.nan,
+                         "ci_high": math.nan, "rel_threshold": math.nan,
+                         "abs_threshold": math.nan, "threshold": math.nan,
+                         "noise_cv": math.nan, "df": math.nan, "p_value": math.nan,
+                         "q_value": math.nan, "verdict": NOT_COMPARABLE, "evidence": note,
+                         "reps_needed": 0, "note": note})
+    return rows
+
+
 def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
                    metrics: list[str] | None = None) -> pd.DataFrame:
     """One row per (point, metric) present in both runs, with the verdict of the whole
-    comparison (pairbench.verdict); the fitted priors are in `.attrs["priors"]`."""
-    keys, feats = point_features(base, new, th, metrics)
-    res = judge(feats, 1.0 - th.confidence)
+    comparison (pairbench.verdict); the fitted priors are in `.attrs["priors"]`.  Points
+    that differ only in their buffer layout get a row each with verdict 'not comparable'
+    and the reason (they are left out of the tested family)."""
+    wanted = metrics or th.metrics or DEFAULT_METRICS
+    layout_rows = _layout_rows(base, new, wanted)
+    try:
+        keys, feats = point_features(base, new, th, metrics)
+    except UsageError:
+        if not layout_rows:
+            raise
+        keys, feats = [], []
+    res = judge(feats, 1.0 - th.confidence) if feats else None
     rows = []
-    for key, f, r in zip(keys, feats, res.rows, strict=True):
+    for key, f, r in zip(keys, feats, res.rows if res else [], strict=True):
         m = METRICS[f.metric]
         ratio = r["ratio"]
         rows.append({**dict(zip(POINT_KEY, key, strict=True)), "metric": f.metric,
@@ -193,12 +274,14 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
                      "df": r["df"], "p_value": r["p_value"], "q_value": r["q_value"],
                      "verdict": r["verdict"], "evidence": r["evidence"],
                      "reps_needed": r["reps_needed"], "note": r["evidence"]})
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(rows + layout_rows)
     out["msg_size_bytes"] = out["msg_size_bytes"].astype(int)
     out["pairs"] = out["pairs"].astype(int)
-    out.attrs["priors"] = {k: prior_record(v) for k, v in res.priors.items()}
-    out.attrs["family"] = res.family
-    out.attrs["fdr"] = res.alpha
+    out.attrs["priors"] = {k: prior_record(v) for k, v in res.priors.items()} if res else {}
+    out.attrs["family"] = res.family if res else 0
+    out.attrs["fdr"] = res.alpha if res else 1.0 - th.confidence
+    out.attrs["layout_mismatches"] = sorted({(r["test"], r["variant"], r["msg_size_bytes"],
+                                              r["pairs"], r["buffers"]) for r in layout_rows})
     return out
 
 
@@ -411,6 +494,11 @@ def run_compare(ns: argparse.Namespace) -> int:
     th = thresholds_from_args(ns)
     base, new = load_run(ns.base), load_run(ns.new)
     res = compare_frames(base, new, th)
+    for test, variant, size, pairs, layouts in res.attrs.get("layout_mismatches", []):
+        b, n = layouts.split("|")
+        print(f"compare: warning: {test}{' ' + variant if variant else ''} at "
+              f"{size_label(int(size))}, {int(pairs)} pair(s): {LAYOUT_NOTE.format(b=b, n=n)}: "
+              "not comparable", file=sys.stderr)
     summary = summary_lines(res, testtable.tables_for_run(load_metadata(ns.new)))
     strict = bool(getattr(ns, "strict", False))
     if ns.format == "json":

@@ -3,7 +3,8 @@
 1. verbs multi-pair sweep through the Soft-RoCE rig (the rig uses a real device when there
    is one, else local rxe or a VM): write_lat, write_bw, read_lat; pairs 1,2,4; small sizes;
 2. MPI multi-pair sweep on this node through mpirun: latency, bw; pairs 1,2;
-3. plots and an HTML report for each; prints where everything is.
+3. plots and an HTML report for each, and report.png (its first screens, rendered by
+   headless Chromium) when Chromium is installed; prints where everything is.
 Iteration counts are small so that it finishes in a few minutes on 2 cores without RDMA
 hardware (the emulated device costs tens of µs per operation).
 """
@@ -25,7 +26,7 @@ VERBS = SweepOptions(layer="verbs", tests=tuple(DEFAULT_TESTS["verbs"]),
                      launcher="softroce", timeout_s=120.0, allow_oversubscribe=True)
 MPI = SweepOptions(layer="mpi", tests=tuple(DEFAULT_TESTS["mpi"]), pairs="1,2",
                    sizes="8,128,4K,64K", iterations=1000, warmup=100, launcher="mpirun",
-                   repetitions=2, timeout_s=60.0, allow_oversubscribe=True)
+                   repetitions=3, timeout_s=60.0, allow_oversubscribe=True)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,24 @@ def run_default(ns: argparse.Namespace) -> int:
     """The CLI shell of `pairbench default`."""
     return default_run(DefaultOptions(results_dir=ns.results_dir, skip_verbs=ns.skip_verbs,
                                       skip_mpi=ns.skip_mpi, progress=not ns.no_progress))
+
+
+def _screenshot(label: str, html: Path) -> None:
+    """report.png next to report.html when Chromium is installed (else say so)."""
+    from pairbench import screenshot
+
+    if screenshot.find_browser() is None:
+        print(f"pairbench default: {label}: no report.png: Chromium is not installed",
+              file=sys.stderr)
+        return
+    try:
+        r = screenshot.render(html, html.with_suffix(".png"))
+    except UsageError as exc:
+        print(f"pairbench default: {label}: no report.png: {exc}", file=sys.stderr)
+        return
+    for m in r.console:
+        print(f"pairbench default: {label}: report console: {m}", file=sys.stderr)
+    print(f"screenshot: {r.png}", file=sys.stderr)
 
 
 def default_run(opts: DefaultOptions) -> int:
@@ -76,7 +95,8 @@ def default_run(opts: DefaultOptions) -> int:
         except UsageError as exc:
             print(f"pairbench default: {label}: no plots: {exc}", file=sys.stderr)
         try:
-            report.write_report(run_dir)
+            html = report.write_report(run_dir)
+            _screenshot(label, html)
         except UsageError as exc:
             print(f"pairbench default: {label}: no report: {exc}", file=sys.stderr)
         done.append((label, run_dir, rc))
@@ -84,7 +104,9 @@ def default_run(opts: DefaultOptions) -> int:
     for label, run_dir, rc in done:
         state = "ok" if rc == 0 else "finished with error rows (see data.csv 'error' column)"
         print(f"  {label}: {state}\n    data:   {run_dir / 'data.csv'}\n"
-              f"    plots:  {run_dir / 'plots'}/\n    report: {run_dir / 'report.html'}")
+              f"    plots:  {run_dir / 'plots'}/\n    report: {run_dir / 'report.html'}"
+              + (f"\n    screenshot of the report: {run_dir / 'report.png'}"
+                 if (run_dir / "report.png").is_file() else ""))
     if not done:
         print("  nothing ran (see the errors above)")
     return worst

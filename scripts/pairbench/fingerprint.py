@@ -87,7 +87,8 @@ def numa_info() -> dict:
 def _pci_info(dev: Path) -> dict:
     pci = dev / "device"
     out: dict = {"pci_address": None, "pcie_link_speed": _read(pci / "current_link_speed"),
-                 "pcie_link_width": _read(pci / "current_link_width"), "max_read_req": None}
+                 "pcie_link_width": _read(pci / "current_link_width"), "max_read_req": None,
+                 "numa_node": _read(pci / "numa_node")}
     if not pci.exists():  # e.g. rxe: no PCI device behind it
         return out
     try:
@@ -159,7 +160,23 @@ def gather(repo: Path, argv: list[str] | None = None) -> dict:
         "rig": {k: os.environ.get(k) for k in
                 ("PB_RIG_MODE", "PB_RDMA_DEVICE", "PB_RDMA_GID_INDEX", "PB_RDMA_IP")},
         "memlock_limit": _memlock(),
+        "loadavg": loadavg(),
     }
+
+
+def loadavg() -> dict | None:
+    """/proc/loadavg now: 1-, 5- and 15-minute averages and runnable/total tasks. Timing is
+    only meaningful on a quiet machine, so a run records it at its start (in the
+    fingerprint) and at its end (metadata.json "loadavg_finished")."""
+    text = _read("/proc/loadavg")
+    parts = text.split() if text else []
+    if len(parts) < 4:
+        return None
+    try:
+        return {"1min": float(parts[0]), "5min": float(parts[1]), "15min": float(parts[2]),
+                "tasks": parts[3]}
+    except ValueError:
+        return None
 
 
 def _memlock() -> str | None:

@@ -61,9 +61,9 @@ def noise_frame(df: pd.DataFrame, th: Thresholds, target_power: float = DEFAULT_
     agg["variant"] = agg["variant"].fillna("")
     wanted = [m for m in (th.metrics or DEFAULT_METRICS) if m in agg.columns]
     rows: list[dict] = []
-    for key, g in sorted(agg.groupby(POINT_KEY), key=lambda kv: (kv[0][0], kv[0][1],
-                                                                  kv[0][2], kv[0][4],
-                                                                  kv[0][3])):
+    # POINT_KEY ends with (msg_size_bytes, pairs): order by pairs, then size.
+    for key, g in sorted(agg.groupby(POINT_KEY), key=lambda kv: (*kv[0][:-2], kv[0][-1],
+                                                                  kv[0][-2])):
         for metric in wanted:
             v = g[metric].dropna().to_numpy(dtype=float)
             if len(v) == 0:

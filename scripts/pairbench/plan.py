@@ -45,6 +45,8 @@ class SweepConfig:
     remote_binary: str | None = None
     as_root: bool = False
     connect_addr: str | None = None  # verbs: address of the server's RDMA device
+    devices: str | None = None  # verbs -d: "rxe0,rxe1" or "all" (pairs round-robin over them)
+    qps: tuple[int, ...] = ()  # verbs --qps values, a point each; () = the executable's default (1)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,14 @@ class Point:
     csv: str | None  # file the executable writes with -o (relative); None = stdout of data side
     env_json: str | None  # file written with --env-json (relative); None = not available
     env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    qps: int | None = None  # verbs --qps of this point; None = not given (the executable's 1)
+
+    @property
+    def qps_cell(self) -> str:
+        """The qps column its rows carry: verbs rows always (1 by default), mpi rows never."""
+        if self.layer != "verbs":
+            return ""
+        return str(self.qps or 1)
 
     @property
     def data_side(self) -> Side:
@@ -82,9 +92,11 @@ class Point:
 
 
 def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
-                env_json: str | None) -> list[str]:
+                env_json: str | None, qps: int | None = None) -> list[str]:
     """The executable's own options for one point (common options of both executables)."""
     args = ["--test", test, "--sizes", ",".join(str(s) for s in cfg.sizes), "--pairs", str(pairs)]
+    if qps is not None:
+        args += ["--qps", str(qps)]
     if cfg.iterations is not None:
         args += ["--iterations", str(cfg.iterations)]
     if cfg.warmup is not None:
@@ -97,6 +109,8 @@ def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
         args += ["--pin-list", cfg.pin_list]
     if cfg.allow_oversubscribe:
         args.append("--allow-oversubscribe")
+    if cfg.devices is not None:
+        args += ["--device", cfg.devices]
     args += ["--timeout", f"{cfg.timeout_s:g}", "--quiet"]
     if csv is not None:
         args += ["--output", csv]
@@ -128,10 +142,12 @@ def mpirun_argv(cfg: SweepConfig, pairs: int, exe: list[str]) -> list[str]:
 
 
 def srun_argv(cfg: SweepConfig, pairs: int, exe: list[str]) -> list[str]:
-    """srun on two nodes: 2P tasks for MPI, one task per node for verbs."""
+    """srun on two nodes: 2P tasks for MPI, P on each node (pairbench-mpi pairs the i-th
+    rank of one node with the i-th of the other: `-N2 -n 2P` alone lets Slurm fill the
+    first node's CPUs, e.g. 3 + 1 for P = 2); one task per node for verbs."""
     argv = [cfg.launcher_cmd or "srun", "-N2"]
     if cfg.layer == "mpi":
-        argv += ["-n", str(2 * pairs)]
+        argv += ["-n", str(2 * pairs), f"--ntasks-per-node={pairs}"]
     else:
         argv += ["-n", "2", "--ntasks-per-node=1"]
     if cfg.hosts:
@@ -155,12 +171,13 @@ def ssh_argvs(cfg: SweepConfig, exe_args: list[str]) -> tuple[list[str], list[st
     return server, client
 
 
-def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int) -> Point:
-    name = f"r{rep}-{test}-p{pairs}"
+def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int,
+               qps: int | None = None) -> Point:
+    name = f"r{rep}-{test}-p{pairs}" + (f"-q{qps}" if qps is not None else "")
     raw = f"raw/{name}"
     env: tuple[tuple[str, str], ...] = ()
     if cfg.launcher == "ssh":
-        exe = exe_options(cfg, test, pairs, None, None)
+        exe = exe_options(cfg, test, pairs, None, None, qps)
         server, client = ssh_argvs(cfg, exe)
         sides = (Side("server", tuple(server), f"{raw}.server.stdout", f"{raw}.server.stderr"),
                  Side("client", tuple(client), f"{raw}.client.stdout", f"{raw}.client.stderr"))
@@ -168,7 +185,7 @@ def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int) ->
     else:
         csv, env_json = f"{raw}.csv", f"{raw}.env.json"
         exe = [cfg.binary, *exe_options(cfg, test, pairs, f"{cfg.run_dir}/{csv}",
-                                          f"{cfg.run_dir}/{env_json}")]
+                                          f"{cfg.run_dir}/{env_json}", qps)]
         if cfg.launcher in ("local", "softroce"):
             argv = exe + (["--loopback"] if cfg.layer == "verbs" else [])
         elif cfg.launcher == "mpirun":
@@ -183,7 +200,7 @@ def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int) ->
         sides = (Side("main", tuple(argv), f"{raw}.stdout", f"{raw}.stderr"),)
     return Point(index=index, name=name, layer=cfg.layer, test=test, pairs=pairs, repetition=rep,
                  sizes=cfg.sizes, sides=sides, timeout_s=cfg.timeout_s, csv=csv,
-                 env_json=env_json, env=env)
+                 env_json=env_json, env=env, qps=qps)
 
 
 def plan_sweep(cfg: SweepConfig) -> list[Point]:
@@ -198,11 +215,15 @@ def plan_sweep(cfg: SweepConfig) -> list[Point]:
         raise UsageError("--repetitions must be >= 1")
     if cfg.timeout_s <= 0:
         raise UsageError("--timeout must be > 0")
+    if cfg.qps and cfg.layer != "verbs":
+        raise UsageError("--qps is a verbs option (queue pairs per pair)")
     points: list[Point] = []
+    qps_values: tuple[int | None, ...] = cfg.qps or (None,)
     for rep in range(1, cfg.repetitions + 1):
         for test in cfg.tests:
             for pairs in cfg.pairs:
-                points.append(plan_point(cfg, len(points), test, pairs, rep))
+                for qps in qps_values:
+                    points.append(plan_point(cfg, len(points), test, pairs, rep, qps))
     return points
 
 

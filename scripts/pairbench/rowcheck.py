@@ -1,7 +1,11 @@
 """The row invariants of the CSV contract, in one place (docs/methodology.md, pb_schema.h).
 
 One measured point (a test at one size and pair count) is `pairs` per-pair rows plus
-one aggregate row (pair_id=all). `check_point` returns what is wrong with it, one
+one aggregate row (pair_id=all, scope all), and where the pairs used two or more devices
+one sub-aggregate per device (pair_id=all, scope device), and where pairbench-mpi
+--pattern wrote them one per host (scope node), each checked against its own pair rows
+like the headline aggregate against all of them.
+`check_point` returns what is wrong with it, one
 message per failure: schema columns, identity columns, percentile order, bandwidth
 and message rate against iterations and duration, the aggregate's `iterations` by
 the table's `aggregate_iterations` rule, aggregate = bytes / global window,
@@ -60,6 +64,13 @@ class _Failures(list[str]):
         self.append(msg)
 
 
+SUB_SCOPES = {"device": "device", "node": "host"}  # sub-aggregate scope -> column naming it
+
+
+def _is_headline(r: Row) -> bool:
+    return r["pair_id"] == "all" and r.get("scope", "") in ("all", "")
+
+
 def check_point(rows: Sequence[Row], info: TestInfo, layer: str, pairs: int,
                 size: int | None = None) -> list[str]:
     """Every failure of one point's rows (empty list: all invariants hold)."""
@@ -67,20 +78,36 @@ def check_point(rows: Sequence[Row], info: TestInfo, layer: str, pairs: int,
     size_txt = f"{size} B" if size is not None else (rows[0]["msg_size_bytes"] + " B"
                                                      if rows else "? B")
     where = f"{info.name} {size_txt} pairs={pairs}"
-    ids = sorted(r["pair_id"] for r in rows)
+    subs = [r for r in rows if r["pair_id"] == "all" and not _is_headline(r)]
+    main = [r for r in rows if r not in subs]
+    ids = sorted(r["pair_id"] for r in main)
     want = sorted([str(i) for i in range(pairs)] + ["all"])
     if ids != want:
         fail(f"{where}: pair_id values {ids}, expected {want}")
         return fail
     for r in rows:
-        _check_row(r, info, layer, pairs, size, f"{where} pair {r['pair_id']}", fail)
+        tag = f"{r['scope']} {r[SUB_SCOPES[r['scope']]]}" if r in subs and r.get("scope") in \
+            SUB_SCOPES else f"pair {r['pair_id']}"
+        _check_row(r, info, layer, pairs, size, f"{where} {tag}", fail)
+    if len({r.get("pattern", "") for r in rows}) > 1:
+        fail(f"{where}: more than one pattern in one point: "
+             f"{sorted({r.get('pattern', '') for r in rows})}")
     if fail:
         return fail
-    per = [r for r in rows if r["pair_id"] != "all"]
-    agg = next(r for r in rows if r["pair_id"] == "all")
+    per = [r for r in main if r["pair_id"] != "all"]
+    agg = next(r for r in main if r["pair_id"] == "all")
+    _check_aggregate(info, agg, per, len(per), where, fail, loaded_probe_here=True)
+    _check_sub_aggregates(info, subs, per, where, fail)
+    return fail
+
+
+def _check_aggregate(info: TestInfo, agg: Row, per: list[Row], pairs: int, where: str,
+                     fail: Callable[[str], None], loaded_probe_here: bool) -> None:
+    """An aggregate row against the pair rows it covers (all of them, or one device's)."""
     lat = [r for r in per if r["lat_us_p50"]]
     bw = [r for r in per if r["bw_gbit_s"]]
-    _check_kind(info, agg, per, lat, bw, where, fail)
+    if loaded_probe_here:
+        _check_kind(info, agg, per, lat, bw, where, fail)
     _check_iterations(info, agg, per, lat, bw, where, fail)
     if info.pairwise and lat:
         if abs(num(agg, "lat_us_min") - min(num(r, "lat_us_min") for r in lat)) > 1e-3:
@@ -92,7 +119,41 @@ def check_point(rows: Sequence[Row], info: TestInfo, layer: str, pairs: int,
     _check_worst_pair(info, agg, lat, bw, where, fail)
     if info.pairwise and pairs > 1 and not agg["start_skew_us"]:
         fail(f"{where}: aggregate row has no start_skew_us")
-    return fail
+
+
+def _check_sub_aggregates(info: TestInfo, subs: list[Row], per: list[Row], where: str,
+                          fail: Callable[[str], None]) -> None:
+    """scope=device (node): one row per device (host) of the pair rows when there are two or
+    more of them, none otherwise; each consistent with its own pair rows."""
+    for scope, col in SUB_SCOPES.items():
+        mine = [r for r in subs if r["scope"] == scope]
+        groups: dict[str, list[Row]] = {}
+        for r in per:
+            groups.setdefault(r[col], []).append(r)
+        if scope == "device" and len(groups) >= 2 and "" in groups:
+            fail(f"{where}: pair(s) {[r['pair_id'] for r in groups['']]} name no device "
+                 f"while others do")
+        named = [r[col] for r in mine]
+        if mine and len(set(named)) != len(named):
+            fail(f"{where}: more than one {scope} aggregate for {sorted(named)}")
+        if scope == "device":
+            expect = sorted(groups) if len(groups) >= 2 else []
+            if sorted(named) != expect:
+                fail(f"{where}: {scope} aggregates for {sorted(named)}, expected one for each "
+                     f"of {expect}")
+        elif mine and sorted(named) != sorted(groups):
+            # pairbench-mpi --pattern: one per host that measured pairs, or none at all.
+            fail(f"{where}: node aggregates for hosts {sorted(named)}, the pairs were "
+                 f"measured on {sorted(groups)}")
+            continue
+        for agg in mine:
+            group = groups.get(agg[col], [])
+            if not group:
+                fail(f"{where}: {scope} aggregate for {agg[col]!r} without pair rows")
+                continue
+            probe_here = info.kind != LOADED_KIND or any(r["pair_id"] == "0" for r in group)
+            _check_aggregate(info, agg, group, len(group), f"{where} {scope} {agg[col]}", fail,
+                             loaded_probe_here=probe_here and info.kind != LOADED_KIND)
 
 
 def _check_row(r: Row, info: TestInfo, layer: str, pairs: int, size: int | None, where: str,
@@ -112,6 +173,12 @@ def _check_row(r: Row, info: TestInfo, layer: str, pairs: int, size: int | None,
              f"{info.fixed_size_bytes}")
     if not r["iterations"].isdigit() or int(r["iterations"]) <= 0:
         fail(f"{where}: iterations={r['iterations']!r}")
+    # The layout (issue 16): one of the test's layouts in every row, empty without a choice.
+    buffers = r.get("buffers", "")
+    if info.buffers and buffers not in info.buffers:
+        fail(f"{where}: buffers {buffers!r}, expected one of {', '.join(info.buffers)}")
+    elif not info.buffers and buffers:
+        fail(f"{where}: buffers {buffers!r} in a test without a layout choice")
     if "above_link_rate" in r["flags"].split(";"):
         fail(f"{where}: bandwidth above the link rate")
     if r["link_pct"] and num(r, "link_pct") > 100.0:
@@ -148,6 +215,10 @@ def _check_row(r: Row, info: TestInfo, layer: str, pairs: int, size: int | None,
         filled = [c for c in (*BW_COLUMNS, "fairness") if r[c]]
         if filled:
             fail(f"{where}: {', '.join(filled)} filled in a row without bandwidth")
+    if r["pair_id"] != "all" and r.get("scope", "pair") not in ("pair", ""):
+        fail(f"{where}: a pair row with scope {r['scope']!r}")
+    if r["pair_id"] == "all" and r.get("scope", "") not in ("all", "", *SUB_SCOPES):
+        fail(f"{where}: an aggregate row with scope {r['scope']!r}")
     if r["pair_id"] != "all":
         filled = [c for c in (*WORST_LAT, *MIN_BW, "fairness") if r[c]]
         if filled:
@@ -251,9 +322,11 @@ def _check_worst_pair(info: TestInfo, agg: Row, lat: list[Row], bw: list[Row], w
         fail(f"{where}: slowest-pair columns filled without >= 2 bandwidth pairs")
 
 
-def check_rows(rows: Sequence[Row], info: TestInfo, layer: str, pairs: int,
+def check_rows(rows: Sequence[Row], info: TestInfo, layer: str, pairs: int | None,
                sizes: Sequence[int] | None = None) -> list[str]:
-    """Every point of one test in `rows` (all sizes present, or exactly `sizes`)."""
+    """Every point of one test in `rows` (all sizes present, or exactly `sizes`; each
+    pattern of a --pattern run is its own point).  pairs=None: each point's own pairs
+    column (the rounds of a pattern run differ)."""
     mine = [r for r in rows if r.get("test") == info.name]
     found = sorted({int(r["msg_size_bytes"]) for r in mine if r["msg_size_bytes"].isdigit()})
     fail: list[str] = []
@@ -261,7 +334,13 @@ def check_rows(rows: Sequence[Row], info: TestInfo, layer: str, pairs: int,
         fail.append(f"{info.name}: sizes {found}, expected {sorted(sizes)}")
     if not mine:
         fail.append(f"{info.name}: no rows")
-    for size in found:
-        point = [r for r in mine if r["msg_size_bytes"] == str(size)]
-        fail += check_point(point, info, layer, pairs, size)
+    patterns = list(dict.fromkeys(r.get("pattern", "") for r in mine))
+    for pattern in patterns:
+        for size in found:
+            point = [r for r in mine if r["msg_size_bytes"] == str(size)
+                     and r.get("pattern", "") == pattern]
+            n = pairs
+            if n is None:
+                n = int(point[0]["pairs"]) if point and point[0]["pairs"].isdigit() else 0
+            fail += check_point(point, info, layer, n, size)
     return fail

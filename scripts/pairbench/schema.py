@@ -33,6 +33,10 @@ FLOAT_COLUMNS = frozenset(
      "min_pair_bw_share", "duration_s"}
 )
 NUMERIC_COLUMNS = INT_COLUMNS | FLOAT_COLUMNS
+# Integer-valued but kept as strings: they are part of a point's identity (groupby keys),
+# where an empty cell must stay '' rather than become NaN.
+INT_STRING_COLUMNS = ("qps", "port")
+SCOPES = ("pair", "all", "device", "node")
 # Needed to identify a row; everything else may be empty.
 KEY_COLUMNS = ("schema_version", "layer", "test", "msg_size_bytes", "pairs", "pair_id", "status")
 
@@ -147,6 +151,18 @@ def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
         raise UsageError(f"{where}: pair_id {pid[i]!r} in line {i + 2} is neither an integer "
                          "nor 'all'")
     out["pair_id"] = pid
+    for col in INT_STRING_COLUMNS:
+        out[col] = out[col].str.strip()
+        bad = ~out[col].str.fullmatch(r"\d*")
+        if bad.any():
+            i = int(bad.idxmax())
+            raise UsageError(f"{where}: {col} {out[col][i]!r} in line {i + 2} is not an integer")
+    out["scope"] = out["scope"].str.strip()
+    bad = ~out["scope"].isin(["", *SCOPES])
+    if bad.any():
+        i = int(bad.idxmax())
+        raise UsageError(f"{where}: scope {out['scope'][i]!r} in line {i + 2} (expected "
+                         f"{', '.join(SCOPES)} or empty)")
     bad = ~out["status"].isin(["ok", "error"])
     if bad.any():
         i = int(bad.idxmax())
@@ -167,8 +183,8 @@ def validate_frame(df: pd.DataFrame, where: str) -> pd.DataFrame:
 
 
 # What identifies a row; two rows with the same identity are one measurement counted twice.
-ROW_IDENTITY = ("run_id", "repetition", "layer", "test", "variant", "msg_size_bytes", "pairs",
-                "pair_id")
+ROW_IDENTITY = ("run_id", "repetition", "layer", "test", "variant", "pattern", "buffers", "qps",
+                "msg_size_bytes", "pairs", "pair_id", "scope", "device", "host")
 # Filled in on an error row made from a truncated one; every other cell is blanked.
 _KEEP_ON_TRUNCATED = frozenset({*ROW_IDENTITY, "schema_version", "host", "peer"})
 

@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -71,6 +72,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-s", "--sizes", default="1:64K",
                    help=f"message sizes: {SIZE_LIST_RULE} (default 1:64K)")
     p.add_argument("--pairs", default="1", help="pair counts, e.g. 1,2,4,8 (default 1)")
+    p.add_argument("--qps", default=None, help="verbs: queue pairs per pair, e.g. 1,8,64 (a point "
+                   f"per value, 1..{MAX_QPS}; default: the executable's 1)")
     p.add_argument("--repetitions", type=int, default=1, help="runs of every point (default 1)")
     p.add_argument("--launcher", choices=LAUNCHERS, default="local")
     p.add_argument("--hosts", default=None, help="comma-separated hosts (mpirun -H, srun "
@@ -83,6 +86,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--remote-binary", default=None, help="ssh: executable path on the hosts")
     p.add_argument("--connect-addr", default=None, help="verbs with ssh/mpirun/srun: address "
                    "of the server's RDMA device (default: the first host)")
+    p.add_argument("--devices", default=None, metavar="DEV,DEV|all",
+                   help="verbs: RDMA devices of every point (pairbench-verbs -d: pairs "
+                        "round-robin over them; all = every device with an ACTIVE port); "
+                        "per-device aggregate rows follow (docs/verbs.md)")
+    p.add_argument("--rig-devices", type=int, default=None, metavar="N",
+                   help="--launcher softroce: Soft-RoCE devices the rig creates (softroce-run "
+                        "--devices; default: as many as --devices names, else 1)")
     p.add_argument("--launcher-cmd", default=None,
                    help="path of mpirun/srun/ssh or of the Soft-RoCE rig to use")
     p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
@@ -112,6 +122,7 @@ class SweepOptions:
     tests: tuple[str, ...]  # test names (an element may still be "a,b" as on the CLI)
     sizes: str = "1:64K"
     pairs: str = "1"
+    qps: str | None = None  # verbs --qps list as written ("1,8,64"); None = not given
     repetitions: int = 1
     launcher: str = "local"
     hosts: str | None = None
@@ -121,6 +132,8 @@ class SweepOptions:
     binary: str | None = None
     remote_binary: str | None = None
     connect_addr: str | None = None
+    devices: str | None = None
+    rig_devices: int | None = None
     launcher_cmd: str | None = None
     launcher_args: tuple[str, ...] = ()
     exe_args: tuple[str, ...] = ()
@@ -139,10 +152,11 @@ class SweepOptions:
         """The CLI shell's half: argparse's result for `sweep` (add_arguments) as options."""
         return cls(
             layer=ns.layer, tests=tuple(t.strip() for arg in ns.test for t in arg.split(",")
-                                        if t.strip()), sizes=ns.sizes, pairs=ns.pairs,
+                                        if t.strip()), sizes=ns.sizes, pairs=ns.pairs, qps=ns.qps,
             repetitions=ns.repetitions, launcher=ns.launcher, hosts=ns.hosts,
             timeout_s=ns.timeout, results_dir=ns.results_dir, run_dir=ns.run_dir,
             binary=ns.binary, remote_binary=ns.remote_binary, connect_addr=ns.connect_addr,
+            devices=ns.devices, rig_devices=ns.rig_devices,
             launcher_cmd=ns.launcher_cmd, launcher_args=tuple(ns.launcher_arg),
             exe_args=tuple(ns.exe_arg), iterations=ns.iterations, warmup=ns.warmup,
             duration_s=ns.duration, pin=ns.pin, pin_list=ns.pin_list,
@@ -154,13 +168,15 @@ class SweepOptions:
         default are left out), for logs."""
         args = ["--layer", self.layer, "--test", ",".join(self.tests)]
         for opt, val, default in (
-                ("--pairs", self.pairs, "1"), ("--sizes", self.sizes, "1:64K"),
+                ("--pairs", self.pairs, "1"), ("--qps", self.qps, None),
+                ("--sizes", self.sizes, "1:64K"),
                 ("--iterations", self.iterations, None), ("--warmup", self.warmup, None),
                 ("--duration", self.duration_s, None), ("--launcher", self.launcher, "local"),
                 ("--repetitions", self.repetitions, 1), ("--timeout", self.timeout_s, 300.0),
                 ("--hosts", self.hosts, None), ("--binary", self.binary, None),
                 ("--remote-binary", self.remote_binary, None),
                 ("--connect-addr", self.connect_addr, None),
+                ("--devices", self.devices, None), ("--rig-devices", self.rig_devices, None),
                 ("--launcher-cmd", self.launcher_cmd, None), ("--pin", self.pin, None),
                 ("--pin-list", self.pin_list, None),
                 ("--rig-timeout", self.rig_timeout_s, None)):
@@ -197,9 +213,18 @@ def config_from_options(opts: SweepOptions, run_dir: Path, root: Path) -> SweepC
     except UsageError as exc:
         raise UsageError(f"--sizes: {exc}") from None
     pairs = tuple(parse_int_list(opts.pairs, "pairs"))
+    check_devices(opts)
     if pairs[-1] > MAX_PAIRS:
         raise UsageError(f"--pairs {pairs[-1]}: at most {MAX_PAIRS} pairs (the executables' "
                          "limit, PB_MAX_PAIRS)")
+    qps: tuple[int, ...] = ()
+    if opts.qps is not None:
+        if opts.layer != "verbs":
+            raise UsageError("--qps is a verbs option (queue pairs per pair)")
+        qps = tuple(parse_int_list(opts.qps, "qps"))
+        if qps[-1] > MAX_QPS:
+            raise UsageError(f"--qps {qps[-1]}: at most {MAX_QPS} (pairbench-verbs' limit, "
+                             "VB_MAX_QPS)")
     binary = opts.binary or str(root / "build" / "bin" / f"pairbench-{opts.layer}")
     return SweepConfig(
         layer=opts.layer, tests=tests, sizes=sizes,
@@ -210,10 +235,42 @@ def config_from_options(opts: SweepOptions, run_dir: Path, root: Path) -> SweepC
         allow_oversubscribe=opts.allow_oversubscribe, exe_args=opts.exe_args,
         launcher_cmd=opts.launcher_cmd, launcher_args=opts.launcher_args,
         remote_binary=opts.remote_binary, as_root=(os.geteuid() == 0),
-        connect_addr=opts.connect_addr)
+        connect_addr=opts.connect_addr, devices=opts.devices, qps=qps)
+
+
+DEVICE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,63}")
+MAX_RIG_DEVICES = 8  # softroce-run --devices 1..8
+
+
+def check_devices(opts: SweepOptions) -> None:
+    """--devices: verbs only, 'all' or a list of distinct device names (pairbench-verbs -d's
+    rule); --rig-devices: the rig's range, and only with the rig."""
+    if opts.devices is not None:
+        if opts.layer != "verbs":
+            raise UsageError("--devices is for --layer verbs (RDMA devices of pairbench-verbs)")
+        names = opts.devices.split(",")
+        if opts.devices != "all" and (not all(DEVICE_NAME.fullmatch(n) for n in names)
+                                      or len(set(names)) != len(names)):
+            raise UsageError(f"--devices {opts.devices!r}: expected 'all' or distinct device "
+                             "names separated by commas (e.g. rxe0,rxe1)")
+    if opts.rig_devices is not None:
+        if opts.launcher != "softroce":
+            raise UsageError("--rig-devices is for --launcher softroce")
+        if not 1 <= opts.rig_devices <= MAX_RIG_DEVICES:
+            raise UsageError(f"--rig-devices {opts.rig_devices}: expected 1..{MAX_RIG_DEVICES}")
+
+
+def rig_device_count(opts: SweepOptions) -> int:
+    """Devices the rig creates: --rig-devices, else as many as --devices lists, else 1."""
+    if opts.rig_devices is not None:
+        return opts.rig_devices
+    if opts.devices and opts.devices != "all":
+        return min(MAX_RIG_DEVICES, len(opts.devices.split(",")))
+    return 1
 
 
 MAX_PAIRS = 256  # PB_MAX_PAIRS in core/pb_common.h
+MAX_QPS = 16384  # VB_MAX_QPS in verbs/vb_hdr.h
 MAX_TIMEOUT_S = 86400.0  # the executables' --timeout range is 0.1..86400 s
 
 
@@ -282,7 +339,8 @@ def point_record(res: PointResult, run_dir: Path, reason: str | None) -> dict:
             env_record = json.loads((run_dir / p.env_json).read_text())
         except ValueError:
             env_record = {"unreadable": p.env_json}
-    return {"name": p.name, "test": p.test, "pairs": p.pairs, "repetition": p.repetition,
+    return {"name": p.name, "test": p.test, "pairs": p.pairs, "qps": p.qps,
+            "repetition": p.repetition,
             "sizes": list(p.sizes), "env_added": dict(p.env),
             "sides": [{"role": s.role, "argv": list(s.argv), "exit_code": c,
                        "stdout": s.stdout, "stderr": s.stderr}
@@ -391,6 +449,11 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
                 stop_reason = f"not run: --fail-fast after {p.name} failed ({reason})"
     meta["pinning"] = {r["name"]: placement_of(r.get("env_record"), cfg.layer)
                        for r in meta["points"] if "env_record" in r}
+    # verbs: every device a point used, with firmware, PCIe link and NUMA node (its
+    # --env-json "devices"; docs/verbs.md)
+    meta["devices"] = {r["name"]: r["env_record"]["devices"] for r in meta["points"]
+                       if isinstance(r.get("env_record"), dict)
+                       and isinstance(r["env_record"].get("devices"), list)}
     return data
 
 
@@ -410,6 +473,7 @@ def finish(run_dir: Path, data: list[Row], meta: dict) -> int:
     atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
     n_err = sum(r.get("status") != "ok" for r in data)
     meta["finished"] = now_iso()
+    meta["loadavg_finished"] = fingerprint.loadavg()
     stopped = meta.get("interrupted")
     if stopped:
         meta["status"] = "interrupted"
@@ -520,11 +584,13 @@ def run_rig_plan(plan_file: Path) -> int:
 
 
 def softroce_argv(rig: str, rig_timeout_s: float, python: str, scripts_dir: str,
-                  plan_file: str, rwdir: str | None = None) -> list[str]:
-    """scripts/softroce-run --timeout S [--rwdir D] -- env PYTHONPATH=scripts python -m
-    pairbench.rigrun PLAN. The rig persists writes under the repo root; a run directory
-    elsewhere is passed with --rwdir."""
+                  plan_file: str, rwdir: str | None = None, devices: int = 1) -> list[str]:
+    """scripts/softroce-run --timeout S [--rwdir D] [--devices N] -- env PYTHONPATH=scripts
+    python -m pairbench.rigrun PLAN. The rig persists writes under the repo root; a run
+    directory elsewhere is passed with --rwdir."""
     opts = ["--timeout", f"{rig_timeout_s:g}"] + (["--rwdir", rwdir] if rwdir else [])
+    if devices > 1:
+        opts += ["--devices", str(devices)]
     return [rig, *opts, "--", "env", f"PYTHONPATH={scripts_dir}", python, "-m",
             "pairbench.rigrun", plan_file]
 
@@ -555,7 +621,7 @@ def run_softroce(plan: RigPlan, opts: SweepOptions, run_dir: Path, meta: dict, r
     plan_file = run_dir / RIG_PLAN
     atomic_write_json(plan_file, plan_to_json(plan))
     argv = softroce_argv(rig, budget, sys.executable, str(Path(__file__).resolve().parents[1]),
-                         str(plan_file), rwdir)
+                         str(plan_file), rwdir, rig_device_count(opts))
     outer_fp = meta["fingerprint"]
     print(f"sweep: starting the Soft-RoCE rig for {len(points)} points (one VM boot)",
           file=sys.stderr, flush=True)
@@ -600,12 +666,12 @@ def run_softroce(plan: RigPlan, opts: SweepOptions, run_dir: Path, meta: dict, r
         except ValueError:
             ran = {}
     data = read_rows(run_dir / "data.csv")
-    have = {(r.get("test"), r.get("pairs"), r.get("repetition")) for r in data}
+    have = {(r.get("test"), r.get("pairs"), r.get("repetition"), r.get("qps", "")) for r in data}
     meaning = {124: " (deadline reached)", 125: " (rig failure)", 77: " (cannot run here)"}
     why = rig_error or (f"Soft-RoCE rig exited {rig_exit}{meaning.get(rig_exit or 0, '')} "
                         f"before this point ran: {rig_reason(run_dir / 'raw' / 'rig.stderr')}")
     for p in points:
-        if (p.test, str(p.pairs), str(p.repetition)) not in have:
+        if (p.test, str(p.pairs), str(p.repetition), p.qps_cell) not in have:
             data += error_rows(p, list(p.sizes), why, run_dir.name)
     meta = ran if ran.get("points") is not None else meta
     if stopped:

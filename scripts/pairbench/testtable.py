@@ -65,6 +65,9 @@ class TestInfo:
     min_pairs: int
     aggregate_iterations: str
     access: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Buffer layouts --buffers chooses from, first = default (issue 16); () = no choice.
+    # Optional in the JSON: tables printed before issue 16 have no such key.
+    buffers: tuple[str, ...] = ()
 
     @property
     def pairwise(self) -> bool:
@@ -82,6 +85,11 @@ class TestInfo:
         return self.kind in BANDWIDTH_KINDS or self.kind == LOADED_KIND
 
     @property
+    def default_buffers(self) -> str:
+        """The layout a row of this test carries by default ('' = the test has no choice)."""
+        return self.buffers[0] if self.buffers else ""
+
+    @property
     def default_variant(self) -> str:
         return self.variants[0] if self.variants else ""
 
@@ -93,6 +101,8 @@ class TestInfo:
         at = f"{where}: test {name!r}"
         kw: dict[str, Any] = {}
         for f in fields(cls):
+            if f.name not in obj and f.name in _OPTIONAL:
+                continue
             if f.name not in obj:
                 raise TableError(f"{at}: missing key {f.name!r}")
             kw[f.name] = _typed(obj[f.name], f.name, at)
@@ -109,6 +119,7 @@ class TestInfo:
 
 
 _STR = {"name", "label", "summary", "kind", "primary_metric", "aggregate_iterations"}
+_OPTIONAL = {"buffers"}
 _BOOL = {"higher_is_worse", "bidir", "payload", "window", "rooted"}
 
 
@@ -123,7 +134,7 @@ def _typed(v: Any, key: str, at: str) -> Any:
     elif key in ("fixed_size_bytes", "min_pairs"):
         ok = (v is None and key == "fixed_size_bytes") or (
             isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-    elif key == "variants":
+    elif key in ("variants", "buffers"):
         ok = isinstance(v, list) and all(isinstance(x, str) for x in v)
         v = tuple(v) if ok else v
     elif key == "access":
@@ -134,6 +145,11 @@ def _typed(v: Any, key: str, at: str) -> Any:
     if not ok:
         raise TableError(f"{at}: key {key!r} has the wrong type: {v!r}")
     return v
+
+
+# Version of the --list-tests JSON format (core/pb_test_info.h PB_TEST_TABLE_SCHEMA); it is
+# not the CSV schema version and changes only when this format does.
+TABLE_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,13 @@ class PositiveInt(Kind):
         return value
 
 
+class NonNegInt(Kind):
+    def __call__(self, value: Any, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UsageError(f"{where}: expected an integer >= 0, got {value!r}")
+        return value
+
+
 class _Nested(Kind):
     """Kinds holding tables: parse() hands them the file and key path separately."""
 

@@ -44,7 +44,7 @@ def status(ctrl: str, line: str) -> None:
         os.fsync(f.fileno())
 
 
-def setup(req: dict) -> rdmasys.Device:
+def setup(req: dict) -> list[rdmasys.Device]:
     deadline = time.monotonic() + float(req["setup_timeout_s"])
     link = req.get("link")
     if link:  # two-node mode: rxe on the virtio NIC that qemu joins to the peer VM
@@ -52,8 +52,12 @@ def setup(req: dict) -> rdmasys.Device:
         netdev = rdmasys.netdev_by_mac(link["mac"], deadline)
     else:
         netdev = req["netdev"]
-    dev = rdmasys.create_rxe(req["rxe"], netdev, req["cidr"], deadline, log,
-                             req.get("fault", ""), create_dummy=not link)
+    devs = [rdmasys.create_rxe(req["rxe"], netdev, req["cidr"], deadline, log,
+                               req.get("fault", ""), create_dummy=not link)]
+    # --devices N: rxe1 on dummy1, ... each on its own subnet (rdmasys.rxe_cidr)
+    for i in range(1, int(req.get("devices", 1))):
+        devs.append(rdmasys.create_rxe(f"rxe{i}", f"dummy{i}", rdmasys.rxe_cidr(i), deadline,
+                                       log, req.get("fault", "")))
     if link:
         if link.get("netem"):
             log(f"netem on {netdev}: {link['netem']}")
@@ -69,7 +73,7 @@ def setup(req: dict) -> rdmasys.Device:
     if not os.path.isdir(req["cwd"]):
         raise rdmasys.StepError("enter working directory",
                                 f"{req['cwd']} is not visible in the guest")
-    return dev
+    return devs
 
 
 def rendezvous(link: dict, deadline: float) -> None:
@@ -108,7 +112,8 @@ def main() -> int:
     with open(os.path.join(ctrl, "request.json"), encoding="utf-8") as f:
         req = json.load(f)
     try:
-        dev = setup(req)
+        devs = setup(req)
+        dev = devs[0]
     except rdmasys.StepError as e:
         status(ctrl, f"setup-failed {e}")
         log(f"set-up failed at step {e}")
@@ -119,6 +124,7 @@ def main() -> int:
         return EXIT_RIG
     env = dict(req["env"])
     env.update(dev.env("vm"))
+    env.update(rdmasys.devices_env(devs))
     env["PB_RIG_CLOCKSOURCE"] = rdmasys.read_text(
         "/sys/devices/system/clocksource/clocksource0/current_clocksource") or "unknown"
     if req.get("link"):
@@ -127,6 +133,8 @@ def main() -> int:
                    PB_PEER_IP=link["peer_ip"])
     status(ctrl, "setup-ok " + json.dumps(asdict(dev)))
     # Printed by the guest so that it precedes COMMAND's own stderr.
+    for other in devs[1:]:
+        print(f"softroce-run: mode vm: {other.describe()}", file=sys.stderr)
     print(f"softroce-run: mode vm: {dev.describe()}; guest clocksource "
           f"{env['PB_RIG_CLOCKSOURCE']} (cpu model {env.get('PB_RIG_GUEST_CPU', '?')})",
           file=sys.stderr)

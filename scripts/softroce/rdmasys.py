@@ -142,6 +142,42 @@ def find_active(root: str = SYSFS_IB) -> Device | None:
     return None
 
 
+def find_all_active(root: str = SYSFS_IB) -> list[Device]:
+    """Every device (sorted by name) with an ACTIVE port and a usable GID: its first such port."""
+    try:
+        devs = sorted(os.listdir(root))
+    except OSError:
+        return []
+    found = []
+    for dev in devs:
+        try:
+            ports = sorted(int(p) for p in os.listdir(f"{root}/{dev}/ports") if p.isdigit())
+        except OSError:
+            continue
+        for port in ports:
+            if port_state(dev, port, root) == "ACTIVE":
+                d = describe_port(dev, port, root)
+                if d:
+                    found.append(d)
+                    break
+    return found
+
+
+def rxe_cidr(index: int) -> str:
+    """Address of the rig's index-th Soft-RoCE netdev: each device its own /24 subnet
+    (10.99.0.1/24, 10.98.0.1/24, ...), so no two of them share a route."""
+    if not 0 <= index < 64:
+        raise ValueError(f"device index {index} out of range 0..63")
+    return f"10.{99 - index}.0.1/24"
+
+
+def devices_env(devs: list[Device]) -> dict[str, str]:
+    """What COMMAND sees about all devices of the rig (PB_RDMA_DEVICE etc. name the first)."""
+    return {"PB_RDMA_DEVICES": ",".join(d.name for d in devs),
+            "PB_RDMA_IPS": ",".join(d.ip for d in devs),
+            "PB_RDMA_DEVICE_COUNT": str(len(devs))}
+
+
 def run_tool(step: str, argv: list[str], timeout_s: float = 30.0) -> str:
     """Run a set-up command; raise StepError with its output on failure."""
     env = dict(os.environ, PATH=TOOL_PATH)

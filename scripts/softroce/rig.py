@@ -110,10 +110,12 @@ def raise_memlock() -> None:
             "large memory registrations may fail")
 
 
-def run_direct(mode: str, dev: rdmasys.Device, args, deadline: float, root: str) -> int:
+def run_direct(mode: str, devs: list[rdmasys.Device], args, deadline: float, root: str) -> int:
     env = command_env(root)
-    env.update(dev.env(mode))
-    report(mode, dev)
+    env.update(devs[0].env(mode))
+    env.update(rdmasys.devices_env(devs))
+    for dev in devs:
+        report(mode, dev)
     raise_memlock()
     log("set-up done, running: " + shlex.join(args.command))
     try:
@@ -129,29 +131,35 @@ def run_direct(mode: str, dev: rdmasys.Device, args, deadline: float, root: str)
 
 
 def mode_hardware(args, deadline: float, root: str) -> int:
-    dev = rdmasys.find_active()
-    if dev is None:
+    devs = rdmasys.find_all_active()
+    if not devs:
         raise RigError("find device: no RDMA device with an ACTIVE port and a usable GID "
                        f"in {rdmasys.SYSFS_IB}")
-    return run_direct("hardware", dev, args, deadline, root)
+    if len(devs) < args.devices:
+        raise RigError(f"find devices: --devices {args.devices} but only {len(devs)} RDMA "
+                       f"device(s) with an ACTIVE port here ({', '.join(d.name for d in devs)})")
+    return run_direct("hardware", devs[:args.devices], args, deadline, root)
 
 
 def mode_local_rxe(args, deadline: float, root: str) -> int:
     if os.geteuid() != 0:
         raise RigError("local-rxe needs root (modprobe, ip link, rdma link)")
-    rxe, netdev = "pbrxe0", "pbdummy0"
+    names = [(f"pbrxe{i}", f"pbdummy{i}") for i in range(args.devices)]
     setup_deadline = min(deadline, time.monotonic() + args.setup_timeout)
     try:
+        devs = []
         try:
-            dev = rdmasys.create_rxe(rxe, netdev, RXE_CIDR, setup_deadline, log,
-                                     os.environ.get("SOFTROCE_RUN_FAULT", ""))
+            for i, (rxe, netdev) in enumerate(names):
+                devs.append(rdmasys.create_rxe(rxe, netdev, rdmasys.rxe_cidr(i), setup_deadline,
+                                               log, os.environ.get("SOFTROCE_RUN_FAULT", "")))
         except rdmasys.StepError as e:
             raise RigError(f"local-rxe set-up failed at step {e}") from e
-        return run_direct("local-rxe", dev, args, deadline, root)
+        return run_direct("local-rxe", devs, args, deadline, root)
     finally:
-        for err in rdmasys.remove_rxe(rxe, netdev):
-            if "Cannot find device" not in err and "does not exist" not in err:
-                log(f"clean-up: {err}")
+        for rxe, netdev in names:
+            for err in rdmasys.remove_rxe(rxe, netdev):
+                if "Cannot find device" not in err and "does not exist" not in err:
+                    log(f"clean-up: {err}")
 
 
 def mode_vm(args, deadline: float, root: str) -> int:
@@ -163,7 +171,7 @@ def mode_vm(args, deadline: float, root: str) -> int:
         env["PB_RIG_GUEST_CPU"] = guest_cpu(args) or "default"
         request = {"argv": args.command, "cwd": os.getcwd(), "env": env,
                    "setup_timeout_s": args.setup_timeout, "rxe": "rxe0",
-                   "netdev": "dummy0", "cidr": RXE_CIDR,
+                   "netdev": "dummy0", "cidr": RXE_CIDR, "devices": args.devices,
                    "fault": os.environ.get("SOFTROCE_RUN_FAULT", "")}
         with open(os.path.join(ctrl, "request.json"), "w", encoding="utf-8") as f:
             json.dump(request, f)
@@ -284,6 +292,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--nodes", type=int, choices=(1, 2), default=1,
                    help="vm: 2 = two VMs joined by a virtual link, each with its own rxe0; "
                         "COMMAND runs on both with PB_NODE_INDEX, PB_PEER_IP (default: 1)")
+    p.add_argument("--devices", type=int, default=1, metavar="N",
+                   help="Soft-RoCE devices to create: rxe0..rxeN-1 on dummy0..dummyN-1, each "
+                        "its own subnet 10.99.0.1/24, 10.98.0.1/24, ...; a pair uses one device "
+                        "for both sides (two rxe devices of one VM do not reach each other); "
+                        "hardware mode: needs N devices with an ACTIVE port (default: 1). "
+                        "COMMAND also sees PB_RDMA_DEVICES, PB_RDMA_IPS (comma-separated)")
     p.add_argument("--netem", metavar="SPEC",
                    help="with --nodes 2: netem qdisc on each node's link, e.g. 'delay 5ms'")
     p.add_argument("--kernel", metavar="VMLINUZ",
@@ -324,6 +338,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--cpus must be >= 1")
     if args.nodes == 2 and args.mode not in ("auto", "vm"):
         p.error("--nodes 2 needs --mode vm (two VMs)")
+    if not 1 <= args.devices <= 8:
+        p.error("--devices must be 1..8")
+    if args.devices > 1 and args.nodes == 2:
+        p.error("--devices > 1 is for one node (--nodes 1)")
     if args.netem is not None and args.nodes != 2:
         p.error("--netem needs --nodes 2")
     return args
