@@ -49,6 +49,12 @@ class GoldenTest(unittest.TestCase):
                  row(lat_us_min="0.2", duration_s="3", flags="above_link_rate")]
         self.assertEqual(differs(BASE, other), [])
 
+    def test_machine_flags_ignored_others_kept(self) -> None:
+        machine = "oversubscribed;emulated_device;link_rate_nominal"
+        self.assertEqual(differs(BASE, [row(flags=machine)] + BASE[1:]), [])
+        bad = differs(BASE, [row(flags="probe;" + machine)] + BASE[1:])
+        self.assertTrue(any("flags" in b for b in bad), bad)
+
     def test_kept_column_change_found(self) -> None:
         for col, val in (("iterations", "21"), ("window", "64"), ("lat_kind", "op"),
                          ("variant", "cswap"), ("flags", "probe"), ("status", "error")):

@@ -164,7 +164,10 @@ def cmd_run(a) -> None:
 def cmd_badopt(a) -> None:
     cases = [(["--test", "latency", "-s", "0"], 2), (["--test", "nosuch"], 2),
              (["--test", "latency", "--window", "x"], 2), (["--halo-neighbours", "6"], 2),
-             (["--test", "barrier", "-s", "8"], 2), (["--test", "latency", "--pairs", "3"], 2)]
+             (["--test", "barrier", "-s", "8"], 2), (["--test", "latency", "--pairs", "3"], 2),
+             (["--test", "latency", "--buffers", "reuse"], 2),
+             (["--test", "allreduce", "--buffers", "peer"], 2),
+             (["--test", "msgrate", "--ack-each-window"], 2)]
     for args, want in cases:
         p = run(a, 2, args, 60)
         errs = [ln for ln in p.stderr.splitlines() if "pairbench-mpi: error:" in ln]
@@ -259,6 +262,91 @@ def cmd_b2b(a) -> None:
     print("ok: back-to-back under-reports as in paper 004")
 
 
+def probe_ranges(path: str) -> dict:
+    """layout_probe.c's record of one rank: {"send": {(addr, bytes)}, "recv": {...}}."""
+    out: dict = {"send": set(), "recv": set()}
+    with open(path) as f:
+        for line in f:
+            what, addr, nbytes = line.split()
+            if addr == "overflow":
+                raise Fail(f"{path}: more distinct {what} buffers than the probe records")
+            out[what].add((int(addr, 16), int(nbytes)))
+    return out
+
+
+def overlaps(a: set, b: set) -> bool:
+    return any(x < y + m and y < x + n for x, n in a for y, m in b)
+
+
+LAYOUT_WINDOW = 8
+
+
+def layout_expect(test: str, buffers: str, rank: int, r: dict) -> str | None:
+    """What --buffers promises (docs/mpi.md "Buffer layouts"); None = kept, else why not.
+    Rank 0 is side A (measures, sends the stream), rank 1 side B."""
+    sends, recvs = r["send"], r["recv"]
+    info = TABLE[test]
+    if info.kind == "latency":
+        if buffers == "fresh" and not (len(sends) == 1 and sends == recvs):
+            return f"fresh ping-pong must send from and receive into one buffer: " \
+                   f"send {sorted(sends)}, recv {sorted(recvs)}"
+        if buffers == "peer" and not (len(sends) == 1 and len(recvs) == 1
+                                      and not overlaps(sends, recvs)):
+            return f"peer ping-pong must use one send and one separate receive buffer: " \
+                   f"send {sorted(sends)}, recv {sorted(recvs)}"
+        return None
+    receives = rank == 1 or info.bidir or test == "bibw"
+    if not receives:
+        return None if not recvs else f"side A of {test} received payload: {sorted(recvs)}"
+    want = LAYOUT_WINDOW if buffers == "fresh" else 1
+    if len(recvs) != want:
+        return f"{buffers} stream: {len(recvs)} distinct receive buffers, expected {want} " \
+               f"(window {LAYOUT_WINDOW})"
+    if overlaps(recvs, sends):
+        return f"receive buffers overlap the send buffer: recv {sorted(recvs)}, " \
+               f"send {sorted(sends)}"
+    if len(recvs) > 1 and overlaps({x for x in recvs if x != min(recvs)}, {min(recvs)}):
+        return "receive slots overlap"
+    return None
+
+
+def cmd_layout(a) -> None:
+    """--buffers fresh|peer: the buffers the ranks really pass to MPI (PMPI probe), and the
+    layout in every row and in the env record."""
+    cols = schema(a)
+    for buffers in ("fresh", "peer"):
+        with tempfile.TemporaryDirectory(prefix="pb-mpi-layout-") as d:
+            out, envf = os.path.join(d, "rows.csv"), os.path.join(d, "env.json")
+            args = ["--test", a.test, "-s", "4K", "-n", "64", "-w", "8", "--window",
+                    str(LAYOUT_WINDOW), "--timeout", "60", "--allow-oversubscribe", "-q",
+                    "-o", out, "--env-json", envf]
+            args += [] if buffers == "fresh" else ["--buffers", buffers]  # fresh = default
+            cmd = ["mpirun", "--oversubscribe", "-np", "2", "-x", f"LD_PRELOAD={a.probe}",
+                   "-x", f"PB_LAYOUT_PROBE_DIR={d}", a.bin, *args]
+            print("+ " + " ".join(cmd), file=sys.stderr)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout,
+                               env=env_for_mpi())
+            if p.returncode != 0:
+                raise Fail(f"{buffers}: exit {p.returncode}\n{p.stderr}")
+            with open(out) as f:
+                rows = check_rows(a, f.read(), cols, a.test, 1, 1)
+            bad = [r for r in rows if r["buffers"] != buffers]
+            if bad:
+                raise Fail(f"--buffers {buffers}: rows carry buffers={bad[0]['buffers']!r}")
+            with open(envf) as f:
+                env = json.load(f)
+            if env.get("buffers") != buffers or env["options"].get("buffers") != buffers:
+                raise Fail(f"--buffers {buffers}: env record says {env.get('buffers')!r} / "
+                           f"{env['options'].get('buffers')!r}")
+            for rank in (0, 1):
+                why = layout_expect(a.test, buffers, rank,
+                                    probe_ranges(os.path.join(d, f"rank-{rank}.txt")))
+                if why:
+                    raise Fail(f"{a.test} --buffers {buffers}, rank {rank}: {why}")
+        print(f"ok: {a.test} --buffers {buffers}: rows, env record and the buffers passed to "
+              f"MPI agree")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -276,6 +364,9 @@ def main() -> int:
     f = sub.add_parser("fault")
     f.add_argument("mode", choices=["kill", "hang"])
     sub.add_parser("b2b")
+    lay = sub.add_parser("layout")
+    lay.add_argument("--probe", required=True, help="the layout_probe shared library")
+    lay.add_argument("--test", required=True)
     a = ap.parse_args()
     if not shutil.which("mpirun"):
         print("skip: mpirun not found (apt-get install openmpi-bin)")
@@ -292,7 +383,8 @@ def main() -> int:
                 print(f"skip: cannot create the emulated nodes here: {up.stderr.strip()}")
                 return SKIP
     try:
-        {"run": cmd_run, "badopt": cmd_badopt, "fault": cmd_fault, "b2b": cmd_b2b}[a.cmd](a)
+        {"run": cmd_run, "badopt": cmd_badopt, "fault": cmd_fault, "b2b": cmd_b2b,
+         "layout": cmd_layout}[a.cmd](a)
     except Fail as e:
         print(f"FAIL: {e}")
         return 1

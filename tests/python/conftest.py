@@ -61,6 +61,16 @@ def base_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def oversubscribed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Same configuration as base_run; its 2-pair points are flagged oversubscribed."""
+    proc, run = sweep(tmp_path_factory.mktemp("oversub"),
+                      env={"FAKE_PB_SEED": "1", "FAKE_PB_OVERSUB_PAIRS": "2"}, reps="3")
+    assert proc.returncode == 0, proc.stderr
+    assert run is not None
+    return run
+
+
+@pytest.fixture(scope="session")
 def same_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Same configuration as base_run, different noise."""
     proc, run = sweep(tmp_path_factory.mktemp("same"), env={"FAKE_PB_SEED": "2"}, reps="3")

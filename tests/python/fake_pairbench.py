@@ -17,7 +17,15 @@ columns name the pair with the highest p50 / lowest bandwidth.
   FAKE_PB_NOISE  relative noise amplitude (default 0.01), seeded by FAKE_PB_SEED + argv
   FAKE_PB_FAIL_TEST  fail only for this test name (with FAKE_PB_MODE=fail)
   FAKE_PB_SLOW_TEST  sleep only for this test name (with FAKE_PB_MODE=slow)
+  FAKE_PB_OVERSUB_PAIRS  runs with at least this many pairs carry the flag oversubscribed
+                 on every row, as the executables write it (core/pb_flags.h)
   FAKE_PB_LOG    append the argv (one JSON list a line) to this file
+With -d DEV,DEV (verbs), pairs go round-robin over the devices: every row names its device and
+a point on two or more devices gets one scope=device aggregate per device (core/pb_engine.c).
+  FAKE_PB_HOST   the host column (default: this machine's name); then the pair rows' peer
+                 column is the --connect address (a fabric scan over fake_ssh_local.py)
+  FAKE_PB_SLOW_HOST  a node whose every link is FAKE_PB_SLOW_FACTOR times slower (this
+                 host or the --connect peer; comma-separated node pairs A~B also work)
 Exit codes: 0 ok, 1 runtime failure, 2 usage, 77 cannot run here.
 """
 
@@ -40,6 +48,7 @@ sys.path.insert(0, str(HERE.parents[2] / "scripts"))
 from pairbench.columns import COLUMNS, SCHEMA_VERSION  # noqa: E402  (the driver's copy of pb_schema.h)
 from pairbench.errors import UsageError  # noqa: E402
 from pairbench.sizes import parse_sizes  # noqa: E402  (the same rule as the executables)
+from pairbench.testtable import load_snapshot  # noqa: E402
 
 TESTS = {"write_lat": "lat", "read_lat": "lat", "send_lat": "lat", "write_bw": "bw",
          "read_bw": "bw", "latency": "lat", "bw": "bw"}
@@ -81,16 +90,27 @@ def g9(v: float) -> str:
     return f"{v:.9g}" if math.isfinite(v) else ""
 
 
+def layout(a: argparse.Namespace, layer: str) -> str:
+    """The buffers cell: --buffers, else the test's default layout ('' = no choice)."""
+    info = load_snapshot()[layer].get(a.test)
+    if not info or not info.buffers:
+        return ""
+    return a.buffers or info.default_buffers
+
+
 def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
                centres: list[float]) -> list[dict[str, str]]:
     """Per-pair rows and the aggregate row of one point, by the rules of core/pb_result.c."""
     kind = TESTS[a.test]
+    buffers = layout(a, layer)
     n = max(2, min(a.iterations, 2000))
     rows, pooled, gbit, dur = [], [], [], []
     for pid, c in enumerate(centres):
         r = dict.fromkeys(COLUMNS, "")
-        r.update(layer=layer, test=a.test, msg_size_bytes=str(size), pairs=str(a.pairs),
-                 pair_id=str(pid), iterations=str(a.iterations), warmup_iterations=str(a.warmup),
+        r.update(layer=layer, test=a.test, buffers=buffers, msg_size_bytes=str(size),
+                 pairs=str(a.pairs), qps=str(a.qps) if layer == "verbs" else "",
+                 pair_id=str(pid), iterations=str(a.iterations),
+                 warmup_iterations=str(a.warmup),
                  status="ok", host=host, cpu=str(pid), numa_node="0")
         if kind == "lat":
             xs = pair_samples(c, n)
@@ -107,27 +127,54 @@ def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
         r["duration_s"] = g9(dur[-1])
         rows.append(r)
     agg = dict.fromkeys(COLUMNS, "")
-    agg.update(layer=layer, test=a.test, msg_size_bytes=str(size), pairs=str(a.pairs),
-               pair_id="all", iterations=str(a.iterations * a.pairs),
+    n_p = len(centres)
+    agg.update(layer=layer, test=a.test, buffers=buffers, msg_size_bytes=str(size),
+               pairs=str(a.pairs), qps=str(a.qps) if layer == "verbs" else "", pair_id="all",
+               iterations=str(a.iterations * n_p),
                warmup_iterations=str(a.warmup), status="ok", host=host, start_skew_us="0.4",
                duration_s=g9(max(dur)))
     if kind == "lat":
         agg.update(lat_kind=rows[0]["lat_kind"], **lat_stats(pooled))
-        if a.pairs > 1:
-            worst = max(range(a.pairs), key=lambda i: (float(rows[i]["lat_us_p50"]), -i))
+        if n_p > 1:
+            worst = max(range(n_p), key=lambda i: (float(rows[i]["lat_us_p50"]), -i))
             agg.update(worst_lat_pair_id=str(worst), worst_lat_us_p50=rows[worst]["lat_us_p50"],
                        worst_lat_us_p99=rows[worst]["lat_us_p99"])
     else:
-        total = sum(gbit[i] * dur[i] for i in range(a.pairs))  # Gbit moved
+        total = sum(gbit[i] * dur[i] for i in range(n_p))  # Gbit moved
         g = total / max(dur)
         agg.update(window="64", bw_gbit_s=g9(g), bw_mbyte_s=g9(g * 125),
-                   msg_rate_per_s=g9(a.iterations * a.pairs / max(dur)), link_pct=g9(g),
+                   msg_rate_per_s=g9(a.iterations * n_p / max(dur)), link_pct=g9(g),
                    fairness=g9(sum(gbit) ** 2 / (len(gbit) * sum(x * x for x in gbit))))
-        if a.pairs > 1:
-            low = min(range(a.pairs), key=lambda i: (gbit[i], i))
+        if n_p > 1:
+            low = min(range(n_p), key=lambda i: (gbit[i], i))
             agg.update(min_bw_pair_id=str(low), min_pair_bw_gbit_s=g9(gbit[low]),
                        min_pair_bw_share=g9(gbit[low] / (sum(gbit) / len(gbit))))
     return [*rows, agg]
+
+
+def device_point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
+                      centres: list[float], devices: list[str]) -> list[dict[str, str]]:
+    """point_rows with pair i on devices[i % len]: labelled rows, and with >= 2 devices one
+    aggregate per device from that device's pairs alone (pair ids mapped back)."""
+    rows = point_rows(a, layer, host, size, centres)
+    dev_of = [devices[i % len(devices)] for i in range(len(centres))]
+    for pid, r in enumerate(rows[:-1]):
+        r.update(scope="pair", device=dev_of[pid], port="1", port_addr=f"gid:1:{dev_of[pid]}",
+                 peer_device=dev_of[pid])
+    used = list(dict.fromkeys(dev_of))
+    rows[-1].update(scope="all", device="+".join(used) if len(used) > 1 else used[0])
+    if len(used) < 2:
+        return rows
+    for dev in used:
+        ids = [i for i in range(len(centres)) if dev_of[i] == dev]
+        sub = point_rows(a, layer, host, size, [centres[i] for i in ids])[-1]
+        for col in ("worst_lat_pair_id", "min_bw_pair_id"):
+            if sub[col]:
+                sub[col] = str(ids[int(sub[col])])
+        sub.update(scope="device", device=dev, port="1", port_addr=f"gid:1:{dev}",
+                   peer_device=dev)
+        rows.append(sub)
+    return rows
 
 
 def usage(msg: str) -> int:
@@ -154,6 +201,8 @@ def main() -> int:
     ap.add_argument("-w", "--warmup", type=int, default=100)
     ap.add_argument("-D", "--duration", type=float)
     ap.add_argument("--pairs", type=int, default=1)
+    ap.add_argument("--buffers", choices=["fresh", "peer"])
+    ap.add_argument("--qps", type=int, default=1)  # verbs: every row says its QP count (mpi: empty)
     ap.add_argument("--pin", default="compact")
     ap.add_argument("--pin-list")
     ap.add_argument("--allow-oversubscribe", action="store_true")
@@ -166,6 +215,7 @@ def main() -> int:
     ap.add_argument("--loopback", action="store_true")
     ap.add_argument("--connect")
     ap.add_argument("--server", action="store_true")
+    ap.add_argument("-d", "--device")
     try:
         a = ap.parse_args()
     except SystemExit as exc:
@@ -201,15 +251,31 @@ def main() -> int:
     noise = float(os.environ.get("FAKE_PB_NOISE", "0.01"))
     seed = os.environ.get("FAKE_PB_SEED", "0") + " ".join(sys.argv[1:])
     rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
-    host = socket.gethostname()
+    host = os.environ.get("FAKE_PB_HOST") or socket.gethostname()
     slow = int(os.environ.get("FAKE_PB_SLOW_PAIR", "-1"))
     factor = float(os.environ.get("FAKE_PB_SLOW_FACTOR", "2"))
+    slow_links = {x.strip() for x in os.environ.get("FAKE_PB_SLOW_HOST", "").split(",")
+                  if x.strip()}
+    peer = a.connect if os.environ.get("FAKE_PB_HOST") and a.connect else ""
+    if peer and (host in slow_links or peer in slow_links
+                 or "~".join(sorted((host, peer))) in slow_links):
+        scale *= factor
     rows = []
     for size in sizes:
         base = (1.5 + size / 2000.0) * (1 + 0.05 * (a.pairs - 1)) * scale
         centres = [base * (1 + noise * rng.uniform(-1, 1)) * (factor if pid == slow else 1.0)
                    for pid in range(a.pairs)]
-        rows += point_rows(a, layer, host, size, centres)
+        if a.device and layer == "verbs":
+            rows += device_point_rows(a, layer, host, size, centres, a.device.split(","))
+        else:
+            rows += point_rows(a, layer, host, size, centres)
+    oversub = int(os.environ.get("FAKE_PB_OVERSUB_PAIRS", "0"))
+    if oversub and a.pairs >= oversub:
+        for r in rows:
+            r["flags"] = ";".join(f for f in (r["flags"], "oversubscribed") if f)
+    for r in rows:
+        if peer and r["pair_id"] != "all":
+            r["peer"] = peer
     if mode == "errorrow":
         for r in rows:
             if r["msg_size_bytes"] == str(sizes[-1]):

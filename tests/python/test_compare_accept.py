@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -167,6 +168,32 @@ def test_accept_fails_without_data_and_above_link_rate(base_run: Path, tmp_path:
     assert "above the link rate" in proc.stdout
 
 
+def test_accept_refuses_flagged_rows_unless_spec_accepts(oversubscribed_run: Path,
+                                                         tmp_path: Path) -> None:
+    """The same passing figures, measured oversubscribed at 2 pairs: the 2-pair checks fail
+    and name the flag; the 1-pair checks still pass; with accept_flags the spec passes."""
+    proc = cli("accept", str(oversubscribed_run), "--spec",
+               str(write_spec(tmp_path, GOOD_SPEC)))
+    assert proc.returncode == 1, proc.stdout
+    fails = [ln for ln in proc.stdout.splitlines()
+             if " FAIL " in ln and not ln.startswith("verdict")]
+    assert fails and all("flagged oversubscribed: not accepted" in ln for ln in fails), fails
+    assert all(re.search(r"(B|KiB)\s+2\s", ln) for ln in fails), fails  # 2-pair points only
+    assert any(" PASS " in ln and "max_latency" in ln for ln in proc.stdout.splitlines())
+    accepting = GOOD_SPEC.replace('name = "fake adapter"',
+                                  'name = "fake adapter"\naccept_flags = ["oversubscribed"]')
+    proc = cli("accept", str(oversubscribed_run), "--spec",
+               str(write_spec(tmp_path, accepting)))
+    assert proc.returncode == 0, proc.stdout
+    assert "verdict: PASS" in proc.stdout
+
+
+def test_accept_flags_key_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="accept_flags"):
+        load_spec(write_spec(tmp_path, '[spec]\naccept_flags = ["fast"]\n'
+                                       '[[max_latency]]\ntest="x"\nsize_bytes=8\nmax_us=1\n'))
+
+
 def test_example_spec_is_valid() -> None:
     spec = load_spec(EXAMPLES / "accept-spec.toml")
     assert spec["min_link_pct"][0]["min_size_bytes"] == 65536
@@ -185,3 +212,51 @@ def test_example_spec_is_valid() -> None:
 def test_bad_spec_is_rejected(text: str, needle: str, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=needle.replace("[", r"\[")):
         load_spec(write_spec(tmp_path, text))
+
+
+def _mpi_rows(tmp_path: Path, name: str, *args: str) -> Path:
+    """One fake pairbench-mpi run of latency at 8 B and 4 KiB written as a CSV."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import FAKE
+
+    out = tmp_path / f"{name}.csv"
+    subprocess.run([sys.executable, str(FAKE), "--test", "latency", "--sizes", "8,4K", "-o",
+                    str(out), *args], check=True, timeout=60, capture_output=True,
+                   env={**os.environ, "FAKE_PB_LAYER": "mpi"})
+    return out
+
+
+def test_compare_says_when_only_the_buffer_layout_differs(tmp_path: Path) -> None:
+    """Issue 16: base fresh, new peer: the points do not match on POINT_KEY; compare must
+    say why (a warning and a not-comparable row with the reason), never pass silently."""
+    fresh = _mpi_rows(tmp_path, "fresh")
+    peer = _mpi_rows(tmp_path, "peer", "--buffers", "peer")
+    proc = cli("compare", str(fresh), str(peer), "--format", "json")
+    assert proc.returncode == 0, proc.stderr  # not a regression...
+    assert proc.stderr.count("compare: warning: latency") == 2  # ...but said, per point
+    assert "buffer layouts differ (base fresh, new peer)" in proc.stderr
+    points = json.loads(proc.stdout)["points"]
+    assert points and {p["verdict"] for p in points} == {"not comparable"}
+    assert all("buffer layouts differ" in p["evidence"] and p["buffers"] == "fresh|peer"
+               for p in points)
+    assert cli("compare", str(fresh), str(peer), "--strict").returncode == 1
+    # The same layout on both sides: compared as usual, no warning.
+    same = cli("compare", str(peer), str(peer), "--format", "json")
+    assert same.returncode == 0 and "warning" not in same.stderr
+    assert {p["verdict"] for p in json.loads(same.stdout)["points"]} != {"not comparable"}
+
+
+def test_layout_mismatch_beside_comparable_points(tmp_path: Path) -> None:
+    """Rows of one run in both layouts vs the other in one: the shared layout is compared,
+    nothing is flagged (the other layout is simply absent from the new run)."""
+    fresh = _mpi_rows(tmp_path, "fresh")
+    both = tmp_path / "both.csv"
+    peer = _mpi_rows(tmp_path, "peer", "--buffers", "peer").read_text().splitlines()
+    both.write_text(fresh.read_text() + "\n".join(peer[1:]) + "\n")
+    res = compare_frames(load_run(both), load_run(fresh), Thresholds())
+    assert set(res["buffers"]) == {"fresh"}
+    assert "not comparable" not in set(res["verdict"])
+    assert res.attrs["layout_mismatches"] == []

@@ -37,6 +37,14 @@ def test_default_runs_the_verbs_sweep_plots_and_reports(tmp_path: Path) -> None:
     assert list((run / "plots").glob("*.png")) and (run / "report.html").is_file()
     assert f"data:   {run / 'data.csv'}" in proc.stdout
     assert f"report: {run / 'report.html'}" in proc.stdout
+    # report.png next to report.html when Chromium is installed, else a note saying why.
+    from pairbench.screenshot import find_browser
+
+    if find_browser():
+        assert (run / "report.png").read_bytes()[:4] == b"\x89PNG", proc.stderr
+        assert f"screenshot of the report: {run / 'report.png'}" in proc.stdout
+    else:
+        assert "no report.png: Chromium is not installed" in proc.stderr
 
 
 def test_default_with_nothing_to_run_says_so(tmp_path: Path) -> None:

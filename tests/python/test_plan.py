@@ -93,6 +93,40 @@ def test_local_verbs_gets_loopback_and_options() -> None:
     assert "--allow-oversubscribe" in argv and "y z" in argv
 
 
+def test_verbs_qps_list_is_a_point_per_value() -> None:
+    """Issue 13: --qps 1,8,64 in the sweep -> one invocation per QP count, each with --qps N;
+    without it no --qps at all (the executable's default, 1); mpi has no QPs."""
+    c = cfg(layer="verbs", tests=("write_bw", "write_lat"), pairs=(1, 2), repetitions=1,
+            binary="/b/pairbench-verbs", qps=(1, 8, 64))
+    pts = plan_sweep(c)
+    assert len(pts) == 2 * 2 * 3
+    assert [p.qps for p in pts[:3]] == [1, 8, 64]
+    assert pts[2].name == "r1-write_bw-p1-q64" and pts[2].qps_cell == "64"
+    for p in pts:
+        argv = list(p.sides[0].argv)
+        assert argv[argv.index("--qps") + 1] == str(p.qps)
+    plain = plan_sweep(cfg(layer="verbs", tests=("write_lat",), pairs=(1,), repetitions=1))
+    assert "--qps" not in plain[0].sides[0].argv and plain[0].qps_cell == "1"
+    assert plan_sweep(cfg(repetitions=1))[0].qps_cell == ""
+    with pytest.raises(UsageError, match="verbs option"):
+        plan_sweep(cfg(qps=(2,)))
+
+
+def test_sweep_qps_option_is_checked() -> None:
+    from pathlib import Path
+
+    from pairbench.sweep import SweepOptions, config_from_options
+
+    ok = config_from_options(SweepOptions(layer="verbs", tests=("write_lat",), qps="64,1,8"),
+                             Path("/r/x"), Path("/r"))
+    assert ok.qps == (1, 8, 64)
+    for layer, qps, msg in (("mpi", "2", "verbs option"), ("verbs", "0,1", "bad qps"),
+                            ("verbs", "16385", "at most 16384")):
+        with pytest.raises(UsageError, match=msg):
+            config_from_options(SweepOptions(layer=layer, tests=("x",), qps=qps), Path("/r/x"),
+                                Path("/r"))
+
+
 def test_mpirun_argv() -> None:
     p = plan_sweep(cfg(launcher="mpirun", as_root=True, hosts=("n1", "n2")))[2]  # pairs=4
     argv = list(p.sides[0].argv)
@@ -114,7 +148,9 @@ def test_mpirun_argv() -> None:
 
 def test_srun_argv() -> None:
     p = plan_sweep(cfg(launcher="srun", hosts=("c1", "c2")))[1]  # pairs=2
-    assert list(p.sides[0].argv[:6]) == ["srun", "-N2", "-n", "4", "--nodelist", "c1,c2"]
+    # P tasks on each node: Slurm alone would fill the first node's CPUs (3 + 1)
+    assert list(p.sides[0].argv[:7]) == ["srun", "-N2", "-n", "4", "--ntasks-per-node=2",
+                                         "--nodelist", "c1,c2"]
     v = plan_sweep(cfg(layer="verbs", launcher="srun", hosts=("c1", "c2")))[0]
     assert list(v.sides[0].argv[:5]) == ["srun", "-N2", "-n", "2", "--ntasks-per-node=1"]
 
@@ -153,7 +189,7 @@ def test_rig_plan_survives_json() -> None:
     from pairbench.plan import RigPlan, plan_from_json, plan_to_json
 
     for c in (cfg(), cfg(layer="verbs", tests=("write_lat",), launcher="softroce",
-                         exe_args=("--loopback",), pin="list", pin_list="0,1")):
+                         exe_args=("--loopback",), pin="list", pin_list="0,1", qps=(1, 8))):
         plan = RigPlan(config=c, points=tuple(plan_sweep(c)), meta={"run_id": "r"},
                        fail_fast=True, progress=False, command_line=("pairbench", "sweep"))
         back = plan_from_json(json.loads(json.dumps(plan_to_json(plan))))
@@ -175,7 +211,7 @@ def test_sweep_options_are_the_command_line_typed() -> None:
     p = argparse.ArgumentParser()
     add_arguments(p)
     argv = ["--layer", "verbs", "--test", "write_lat", "--test", "read_lat,write_bw",
-            "--pairs", "1,2", "--sizes", "8,4K", "-n", "200", "--launcher", "ssh",
+            "--pairs", "1,2", "--qps", "1,8", "--sizes", "8,4K", "-n", "200", "--launcher", "ssh",
             "--hosts", "a,b", "--timeout", "30", "--exe-arg=--x", "--launcher-arg=-v",
             "--pin", "list", "--pin-list", "0,1", "--rig-timeout", "99.5", "--fail-fast",
             "--no-progress", "--results-dir", "/tmp/r"]

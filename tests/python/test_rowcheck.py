@@ -14,7 +14,7 @@ import pytest
 
 from conftest import FAKE, REPO
 from pairbench import rowcheck, testtable
-from pairbench.columns import COLUMNS
+from pairbench.columns import COLUMNS, SCHEMA_VERSION
 
 TABLES = testtable.load_snapshot()
 COLLECTIVE = next(t for t in TABLES["mpi"] if t.aggregate_iterations == "shared" and t.payload)
@@ -34,7 +34,7 @@ def collective_point(ranks: int = 2, n: int = 50) -> list[dict[str, str]]:
     rows = []
     for pid in [*map(str, range(ranks)), "all"]:
         r = dict.fromkeys(COLUMNS, "")
-        r.update(schema_version="2", layer="mpi", test=COLLECTIVE.name,
+        r.update(schema_version=str(SCHEMA_VERSION), layer="mpi", test=COLLECTIVE.name,
                  msg_size_bytes="8", pairs=str(ranks), pair_id=pid, iterations=str(n),
                  status="ok", lat_kind="op", lat_us_min="1", lat_us_p50="2", lat_us_p90="3",
                  lat_us_p99="", lat_us_p999="", lat_us_max="9", lat_us_mean="2.5",
@@ -141,3 +141,70 @@ def test_checkers_run_with_the_system_python(tmp_path: Path) -> None:
                           timeout=60, check=False, env={"PATH": os.environ["PATH"]})
     assert proc.returncode == 0, proc.stderr
     assert "rows OK" in proc.stderr
+
+
+@pytest.mark.parametrize("layer,test,value,needle", [
+    ("mpi", "latency", "", "buffers '', expected one of fresh, peer"),
+    ("mpi", "bw", "reuse", "buffers 'reuse', expected one of fresh, peer"),
+    ("verbs", "write_lat", "fresh", "buffers 'fresh' in a test without a layout choice"),
+])
+def test_rows_carry_the_layout(layer: str, test: str, value: str, needle: str,
+                               tmp_path: Path) -> None:
+    """Issue 16: a test with a layout choice has fresh or peer in every row, others none."""
+    rows = fake_rows(tmp_path, layer, test, 2)
+    info = TABLES[layer][test]
+    assert rowcheck.check_rows(rows, info, layer, 2, [8, 4096]) == []
+    if info.buffers:
+        assert {r["buffers"] for r in rows} == {"fresh"}  # the default layout
+    rows[1]["buffers"] = value
+    bad = rowcheck.check_rows(rows, info, layer, 2, [8, 4096])
+    assert any(needle in m for m in bad), bad
+
+
+# --- node aggregates (pairbench-mpi --pattern): a real run on 4 emulated nodes ---------
+
+PATTERN_CSV = Path(__file__).parent / "data" / "pattern-bw-4nodes.csv"
+
+
+def pattern_rows() -> list[dict[str, str]]:
+    """bw with --pattern incast/fanout/alltoall, 12 ranks on 4 netns nodes (3 rounds).
+    The file was made before the buffers column was filled: its layout was the only one
+    there was then, fresh."""
+    rows = list(csv.DictReader(PATTERN_CSV.open()))
+    for r in rows:
+        r["buffers"] = r["buffers"] or "fresh"
+    return rows
+
+
+def bw_info() -> testtable.TestInfo:
+    return next(t for t in TABLES["mpi"] if t.name == "bw")
+
+
+def test_pattern_rows_with_node_aggregates_pass() -> None:
+    rows = pattern_rows()
+    assert {r["scope"] for r in rows} == {"pair", "all", "node"}
+    assert rowcheck.check_rows(rows, bw_info(), "mpi", None, [65536]) == []
+
+
+def _break(rows: list[dict[str, str]], pattern: str, host: str) -> dict[str, str]:
+    return next(r for r in rows if r["pattern"] == pattern and r["scope"] == "node"
+                and r["host"] == host)
+
+
+@pytest.mark.parametrize("breakage,message", [
+    (lambda rows: rows.remove(_break(rows, "alltoall", "node3")), "node aggregates for hosts"),
+    (lambda rows: _break(rows, "alltoall", "node2").update(host="node9"),
+     "node aggregates for hosts"),
+    (lambda rows: _break(rows, "alltoall", "node1").update(bw_mbyte_s="99"),
+     "sum of bytes / window"),
+    (lambda rows: _break(rows, "alltoall", "node1").update(iterations="21"),
+     "iterations"),
+    (lambda rows: _break(rows, "incast", "node2").update(scope="device"), "device aggregates for"),
+    (lambda rows: next(r for r in rows if r["pattern"] == "fanout").update(pattern="incast"),
+     "pair_id values"),
+])
+def test_broken_node_aggregates_are_caught(breakage: Callable, message: str) -> None:
+    rows = pattern_rows()
+    breakage(rows)
+    fails = rowcheck.check_rows(rows, bw_info(), "mpi", None, [65536])
+    assert any(message in f for f in fails), fails

@@ -36,6 +36,9 @@ def test_sweep_writes_tidy_data_metadata_and_raw(tmp_path: Path) -> None:
     for key in ("host", "kernel", "cpu", "numa", "rdma_devices", "rdma_core_version", "mpi",
                 "pairbench_version", "git", "command_line"):
         assert key in fp
+    # The load average at the start (fingerprint) and at the end: timing needs a quiet machine.
+    for load in (fp["loadavg"], meta["loadavg_finished"]):
+        assert set(load) == {"1min", "5min", "15min", "tasks"} and load["1min"] >= 0
     assert len(meta["points"]) == 8
     first = meta["points"][0]
     assert first["sides"][0]["argv"][0] == str(FAKE) and first["sides"][0]["exit_code"] == 0

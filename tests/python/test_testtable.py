@@ -15,7 +15,7 @@ import pytest
 from conftest import FAKE, REPO
 from pairbench import testtable
 from pairbench.analysis import METRICS
-from pairbench.columns import COLUMNS, SCHEMA_VERSION
+from pairbench.columns import COLUMNS
 from pairbench.testtable import TableError, TestInfo, TestTable
 
 BIN = Path(os.environ.get("PAIRBENCH_BIN_DIR", REPO / "build" / "bin"))
@@ -23,7 +23,7 @@ PACKAGE = REPO / "scripts" / "pairbench"
 BINARIES = {"verbs": "pairbench-verbs", "mpi": "pairbench-mpi"}
 CONTRACT_KEYS = {"name", "label", "summary", "kind", "lat_kind", "primary_metric",
                  "higher_is_worse", "variants", "bidir", "payload", "window", "rooted",
-                 "fixed_size_bytes", "min_pairs", "aggregate_iterations", "access"}
+                 "fixed_size_bytes", "min_pairs", "aggregate_iterations", "access", "buffers"}
 
 
 def all_names() -> set[str]:
@@ -35,7 +35,7 @@ def test_snapshot_follows_the_contract() -> None:
     tables = testtable.load_snapshot()
     assert set(tables) == {"verbs", "mpi"}
     for layer, table in tables.items():
-        assert table.layer == layer and table.schema_version == SCHEMA_VERSION
+        assert table.layer == layer and table.schema_version == testtable.TABLE_FORMAT_VERSION
         for obj, info in zip(raw[layer]["tests"], table, strict=True):
             assert set(obj) >= CONTRACT_KEYS, (layer, info.name)
             assert info.primary_metric in COLUMNS and info.primary_metric in METRICS

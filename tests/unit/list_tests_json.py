@@ -16,7 +16,7 @@ KINDS = {"latency", "bandwidth", "message_rate", "loaded_latency", "collective",
 LAT_KINDS = {"half_rtt", "full_rtt", "op", None}
 METRICS = {"lat_us_p50", "bw_gbit_s", "msg_rate_per_s"}
 REQUIRED = {"name": str, "label": str, "summary": str, "kind": str, "primary_metric": str,
-            "higher_is_worse": bool, "variants": list, "bidir": bool, "payload": bool,
+            "higher_is_worse": bool, "variants": list, "buffers": list, "bidir": bool, "payload": bool,
             "window": bool, "rooted": bool, "min_pairs": int, "aggregate_iterations": str,
             "access": dict}
 
@@ -57,6 +57,8 @@ def check_test(t: dict) -> list[str]:
         bad.append("min_pairs < 1")
     if not all(isinstance(v, str) for v in t.get("variants", [])):
         bad.append("variants not strings")
+    if t.get("buffers") not in ([], ["fresh", "peer"]):
+        bad.append(f"buffers {t.get('buffers')!r}: [] (no choice) or ['fresh', 'peer']")
     if not all(isinstance(v, str) for v in t.get("access", {}).values()):
         bad.append("access values not strings")
     return [f"{t.get('name')}: {b}" for b in bad]

@@ -54,7 +54,7 @@ static void test_header_and_row(void)
 	second = strchr(text, '\n') + 1;
 	CHECK_EQ_INT(count_fields(second), PB_COL_COUNT);
 	CHECK(strstr(second, "\"peer said \"\"no\"\", twice\"") != NULL);
-	CHECK(!strncmp(second, "2,verbs,", 8));
+	CHECK(!strncmp(second, "3,verbs,", 8));
 	CHECK_STR(row.cell[PB_COL_link_pct], "");
 	CHECK_STR(row.cell[PB_COL_lat_us_p50], "1.23456789");
 	fclose(f);
@@ -68,7 +68,7 @@ static void test_schema_print(void)
 
 	pb_schema_print(f);
 	text = read_all(f);
-	CHECK(!strncmp(text, "pairbench-schema 2\n", 19));
+	CHECK(!strncmp(text, "pairbench-schema 3\n", 19));
 	for (char *p = text; *p; p++)
 		lines += *p == '\n';
 	CHECK_EQ_INT(lines, PB_COL_COUNT + 1);
@@ -90,7 +90,7 @@ static struct pb_pair_result bw_pair(unsigned id, uint64_t start, uint64_t end, 
 /* Aggregate = sum of bytes over the global window, never a sum of per-pair rates. */
 static void test_aggregate_window(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 2, 100.0, false };
+	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 2, 100.0, false, "fresh", NULL, 0 };
 	struct pb_pair_result res[2] = {
 		bw_pair(0, 0, 1000000, 1000000),       /* 1 MB in 1 ms  = 8 Gbit/s */
 		bw_pair(1, 1000000, 2000000, 1000000), /* 1 MB in the next ms, no overlap */
@@ -111,6 +111,9 @@ static void test_aggregate_window(void)
 	CHECK_STR(rows[0].cell[PB_COL_fairness], "");
 	CHECK_STR(rows[2].cell[PB_COL_lat_us_p50], ""); /* not a latency test: empty */
 	CHECK_STR(rows[2].cell[PB_COL_status], "ok");
+	/* The layout is in every row of the point (issue 16). */
+	CHECK_STR(rows[0].cell[PB_COL_buffers], "fresh");
+	CHECK_STR(rows[2].cell[PB_COL_buffers], "fresh");
 
 	/* Above the link rate: flagged. */
 	pt.link_gbit_s = 4.0;
@@ -133,7 +136,7 @@ static void test_aggregate_window(void)
 
 static void test_error_rows(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 64, 2, 0, false };
+	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 64, 2, 0, false, NULL, NULL, 0 };
 	struct pb_pair_result res[2] = { { .pair_id = 0, .has_lat = 1, .cpu = -1, .numa_node = -1 },
 					 { .pair_id = 1, .cpu = -1, .numa_node = -1 } };
 	struct pb_row rows[3];
@@ -149,6 +152,15 @@ static void test_error_rows(void)
 	CHECK_STR(rows[2].cell[PB_COL_status], "error");
 	CHECK(strstr(rows[2].cell[PB_COL_error], "pair 1: completion timeout") != NULL);
 	CHECK_STR(rows[2].cell[PB_COL_bw_gbit_s], "");
+
+	/* A reason that already names its pair is not prefixed twice (pair 10 is not pair 1). */
+	pb_result_fail(&res[1], -ETIMEDOUT, "pair 1 at 64 B: completion timeout");
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, pooled, 2, rows), 0);
+	CHECK_STR(rows[2].cell[PB_COL_error], "pair 1 at 64 B: completion timeout");
+	res[1].pair_id = 1;
+	pb_result_fail(&res[1], -ETIMEDOUT, "pair 10: not mine");
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, pooled, 2, rows), 0);
+	CHECK_STR(rows[2].cell[PB_COL_error], "pair 1: pair 10: not mine");
 }
 
 /* At least 6 significant digits at any magnitude (was: fixed decimals, 0.000082). */
@@ -190,7 +202,7 @@ static struct pb_pair_result lat_pair(unsigned id, double p50, double p99, uint6
 /* The worst pair is visible on the aggregate row; empty where it does not apply. */
 static void test_worst_pair(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 8, 4, 0, false };
+	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 8, 4, 0, false, NULL, NULL, 0 };
 	struct pb_pair_result res[4] = { lat_pair(0, 2.0, 3.0, 100), lat_pair(1, 2.1, 3.1, 100),
 					 lat_pair(2, 4.2, 6.5, 100), lat_pair(3, 2.0, 9.0, 100) };
 	double pooled[4] = { 2.0, 2.1, 4.2, 2.0 };
@@ -202,6 +214,7 @@ static void test_worst_pair(void)
 	CHECK_STR(rows[4].cell[PB_COL_worst_lat_us_p99], "6.5"); /* that pair's, not the max p99 */
 	CHECK_STR(rows[4].cell[PB_COL_min_bw_pair_id], "");     /* no bandwidth */
 	CHECK_STR(rows[3].cell[PB_COL_worst_lat_pair_id], "");  /* pair rows: empty */
+	CHECK_STR(rows[4].cell[PB_COL_buffers], "");            /* no layout choice: empty */
 	/* iterations: the pooled samples (sum); window over the latency pairs */
 	CHECK_STR(rows[4].cell[PB_COL_iterations], "400");
 	CHECK_STR(rows[4].cell[PB_COL_duration_s], "8e-06");
@@ -227,7 +240,7 @@ static void test_worst_pair(void)
 /* Bandwidth: the slowest pair and its share of the mean pair. */
 static void test_min_pair_bw(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 4, 0, false };
+	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 4, 0, false, NULL, NULL, 0 };
 	struct pb_pair_result res[4] = {
 		bw_pair(0, 0, 1000000, 1000000),   /* 8 Gbit/s */
 		bw_pair(1, 0, 1000000, 1000000),   /* 8 */
@@ -252,7 +265,7 @@ static void test_min_pair_bw(void)
  */
 static void test_loaded_aggregate(void)
 {
-	struct pb_point_desc pt = { "mpi", "loaded_lat", NULL, "half_rtt", 1000, 3, 0, false };
+	struct pb_point_desc pt = { "mpi", "loaded_lat", NULL, "half_rtt", 1000, 3, 0, false, NULL, NULL, 0 };
 	struct pb_pair_result res[3] = {
 		lat_pair(0, 5.0, 7.0, 1000),
 		bw_pair(1, 100, 1000100, 1000000),

@@ -49,14 +49,30 @@ static int fake_timed(void *ctx, struct pb_timed *t)
 
 static const struct pb_test_ops fake_ops = { .timed = fake_timed };
 
+/* Device labels of the run (NULL: none), as pairbench-verbs -d devA,devB gives them. */
+static const struct pb_pair_label *run_labels;
+static const struct pb_pair_label two_devs[PAIRS] = {
+	{ "devA", "gid:1:a", "devA", 1, 10 }, { "devB", "gid:1:b", "devB", 1, 40 },
+	{ "devA", "gid:1:a", "devA", 1, 10 },
+};
+/* Node aggregates (--pattern runs): pairs 0, 1 measured on nodeA, pair 2 on nodeB. */
+static bool g_node_aggregates;
+
 static int run_member(struct shm_sync *s, unsigned pair, uint64_t fail_at, FILE *csv)
 {
 	static const uint64_t sizes[] = { 8, 64, 512 };
 	struct pb_engine_params p = { .layer = "verbs", .test = "fake_lat", .lat_kind = "half_rtt",
 				      .sizes = sizes, .n_sizes = 3, .iterations = ITERS,
-				      .warmup = 5, .pairs = PAIRS, .link_gbit_s = 100 };
+				      .warmup = 5, .pairs = PAIRS, .link_gbit_s = 100,
+				      .flags = "oversubscribed", .labels = run_labels };
 	struct pb_engine_role role = { .measuring = true, .leader = pair == 0, .pair_id = pair,
 				       .cpu = -1, .numa_node = -1, .host = "nodeA", .peer = "nodeB" };
+
+	if (g_node_aggregates) {
+		p.pattern = "shift:1";
+		p.node_aggregates = true;
+		role.host = pair < 2 ? "nodeA" : "nodeB";
+	}
 	struct fake f = { .pair = pair, .fail_at_size = fail_at, .base_ns = 1000000000ull };
 	struct pb_sink sink = { .csv = csv };
 	struct shm_meet m;
@@ -142,6 +158,11 @@ static void test_all_ok(void)
 	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 1)); /* header + (3 pairs + aggregate) per size */
 	for (int i = 0; i < n; i++)
 		CHECK_EQ_INT(field(lines[i], 0, v, sizeof(v)), PB_COL_COUNT);
+	/* The run's flags (pb_flags_run) on every row, pair and aggregate. */
+	for (int i = 1; i < n; i++) {
+		field(lines[i], PB_COL_flags, v, sizeof(v));
+		CHECK_STR(v, "oversubscribed");
+	}
 	/* size 8, pair 1: samples 2000..2199 ns -> p50 = rank 100 = 2099 ns */
 	field(lines[2], PB_COL_pair_id, v, sizeof(v));
 	CHECK_STR(v, "1");
@@ -167,6 +188,46 @@ static void test_all_ok(void)
 	CHECK_STR(v, "ok");
 	field(lines[1], PB_COL_host, v, sizeof(v));
 	CHECK_STR(v, "nodeA");
+	fclose(csv);
+}
+
+/* One scope=node aggregate per measuring host, each over that host's pairs' windows. */
+static void test_node_aggregates(void)
+{
+	FILE *csv = tmpfile();
+	char v[256];
+	int child_fail, n;
+
+	g_node_aggregates = true;
+	CHECK_EQ_INT(run_group(PAIRS, 0, csv, &child_fail), 0);
+	g_node_aggregates = false;
+	CHECK_EQ_INT(child_fail, 0);
+	n = read_lines(csv);
+	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 1 + 2)); /* + one node row per host and size */
+	field(lines[4], PB_COL_scope, v, sizeof(v));
+	CHECK_STR(v, "all");
+	field(lines[4], PB_COL_pattern, v, sizeof(v));
+	CHECK_STR(v, "shift:1");
+	/* nodeA: pairs 0, 1: 2 x 1600 B in [base, base + 3 ms] -> 8.5333 Mbit/s */
+	field(lines[5], PB_COL_scope, v, sizeof(v));
+	CHECK_STR(v, "node");
+	field(lines[5], PB_COL_pair_id, v, sizeof(v));
+	CHECK_STR(v, "all");
+	field(lines[5], PB_COL_host, v, sizeof(v));
+	CHECK_STR(v, "nodeA");
+	field(lines[5], PB_COL_bw_gbit_s, v, sizeof(v));
+	CHECK_STR(v, "0.00853333333");
+	field(lines[5], PB_COL_iterations, v, sizeof(v));
+	CHECK_STR(v, "400");
+	field(lines[5], PB_COL_pattern, v, sizeof(v));
+	CHECK_STR(v, "shift:1");
+	/* nodeB: pair 2 alone: 1600 B in 2 ms -> 6.4 Mbit/s; its own latency statistics */
+	field(lines[6], PB_COL_host, v, sizeof(v));
+	CHECK_STR(v, "nodeB");
+	field(lines[6], PB_COL_bw_gbit_s, v, sizeof(v));
+	CHECK_STR(v, "0.0064");
+	field(lines[6], PB_COL_lat_us_min, v, sizeof(v));
+	CHECK_STR(v, "3");
 	fclose(csv);
 }
 
@@ -196,6 +257,86 @@ static void test_failing_pair(void)
 	fclose(csv);
 }
 
+static void expect(int line, int col, const char *want)
+{
+	char v[256];
+
+	field(lines[line], col, v, sizeof(v));
+	if (strcmp(v, want))
+		fprintf(stderr, "line %d column %s: '%s', want '%s'\n", line, pb_col_name((enum pb_col)col), v, want);
+	CHECK_STR(v, want);
+}
+
+/*
+ * Two devices: pairs 0 and 2 on devA (capacity 10), pair 1 on devB (40).
+ * Per point: 3 pair rows, the node aggregate, then devA's and devB's
+ * aggregates, each over its own pairs' window and samples.
+ */
+static void test_device_aggregates(void)
+{
+	FILE *csv = tmpfile();
+	int child_fail, n;
+
+	run_labels = two_devs;
+	CHECK_EQ_INT(run_group(PAIRS, 0, csv, &child_fail), 0);
+	n = read_lines(csv);
+	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 3));
+	/* pair rows say their device; link_pct against their own device */
+	expect(1, PB_COL_device, "devA");
+	expect(1, PB_COL_port_addr, "gid:1:a");
+	expect(1, PB_COL_port, "1");
+	expect(1, PB_COL_peer_device, "devA");
+	expect(1, PB_COL_scope, "pair");
+	expect(1, PB_COL_link_pct, "0.064");     /* 0.0064 Gbit/s of 10 */
+	expect(2, PB_COL_device, "devB");
+	expect(2, PB_COL_link_pct, "0.016");     /* of 40 */
+	/* node aggregate: every pair, as without labels */
+	expect(4, PB_COL_scope, "all");
+	expect(4, PB_COL_device, "devA+devB");
+	expect(4, PB_COL_bw_gbit_s, "0.0096");
+	expect(4, PB_COL_iterations, "600");
+	/* devA: pairs 0 and 2, window base .. base + 4 ms, 3200 B; samples 1.000..1.199 and 3.000..3.199 */
+	expect(5, PB_COL_pair_id, "all");
+	expect(5, PB_COL_scope, "device");
+	expect(5, PB_COL_device, "devA");
+	expect(5, PB_COL_pairs, "3");
+	expect(5, PB_COL_iterations, "400");
+	expect(5, PB_COL_bw_gbit_s, "0.0064");
+	expect(5, PB_COL_start_skew_us, "2000");
+	expect(5, PB_COL_lat_us_min, "1");
+	expect(5, PB_COL_lat_us_max, "3.199");
+	expect(5, PB_COL_lat_us_p50, "1.199"); /* rank 200 of 400 */
+	expect(5, PB_COL_fairness, "1");
+	expect(5, PB_COL_worst_lat_pair_id, "2");
+	expect(5, PB_COL_link_pct, "0.064");
+	/* devB: pair 1 alone, window base + 1 ms .. base + 3 ms, 1600 B */
+	expect(6, PB_COL_device, "devB");
+	expect(6, PB_COL_iterations, "200");
+	expect(6, PB_COL_bw_gbit_s, "0.0064");
+	expect(6, PB_COL_start_skew_us, "0");
+	expect(6, PB_COL_lat_us_min, "2");
+	expect(6, PB_COL_lat_us_max, "2.199");
+	expect(6, PB_COL_link_pct, "0.016");
+	expect(6, PB_COL_worst_lat_pair_id, "");
+	fclose(csv);
+
+	/* pair 2 (devA) fails at 64 B: devA's aggregate is an error row naming it (devB's status
+	 * depends on whether pair 1 published before the abort reached the leader) */
+	csv = tmpfile();
+	CHECK(run_group(2, 64, csv, &child_fail) != 0);
+	n = read_lines(csv);
+	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 3)); /* every point keeps its device rows */
+	expect(6 + 5, PB_COL_status, "error");
+	expect(6 + 5, PB_COL_device, "devA");
+	CHECK(strstr(lines[6 + 5], "pair 2") != NULL);
+	expect(6 + 6, PB_COL_device, "devB");
+	expect(6 + 6, PB_COL_scope, "device");
+	expect(12 + 5, PB_COL_scope, "device"); /* 512 B: not run, still one row per device */
+	expect(12 + 6, PB_COL_status, "error");
+	fclose(csv);
+	run_labels = NULL;
+}
+
 /* The meet contract's signals between members: progress() and fail() by one, seen by another. */
 static void test_meet_aborted(void)
 {
@@ -222,7 +363,9 @@ static void test_meet_aborted(void)
 int main(void)
 {
 	test_all_ok();
+	test_node_aggregates();
 	test_failing_pair();
+	test_device_aggregates();
 	test_meet_aborted();
 	TEST_DONE();
 }

@@ -12,6 +12,13 @@
  *    random bytes and mutations of a valid header, every length 0..80.
  *    Properties: 0, -EBADMSG or -EPROTO; 0 only with the magic, the version
  *    and a whole header, and then decode(encode(h)) == h.
+ *  - the QP-info block of --cm tcp (vb_qpinfo_decode): what follows the
+ *    header on the socket, from a peer we have not verified beyond it.
+ *    Exact cases (each rule of the decoder, so each can be seen to fail) and
+ *    mutations of valid blocks of 1..5 QPs at lengths around the exact one.
+ *    Properties: 0 or -EBADMSG with a reason; 0 only at the exact length of
+ *    its QP count, with 24-bit QP numbers and PSNs, and then the fields and
+ *    entries round-trip.
  */
 #include "pb_common.h"
 #include "pb_log.h"
@@ -24,6 +31,7 @@
 
 #define OPT_CASES 40000
 #define HDR_CASES 40000
+#define QPI_CASES 40000
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -262,9 +270,129 @@ static void fuzz_hdr(void)
 	CHECK(ok > 100 && stranger > 100 && version > 100);
 }
 
+/* A valid QP-info block of n QPs (QP i: number 0x100 + i, PSN 0xabc00 + i) into b; its length. */
+static size_t qpinfo_valid(uint8_t *b, uint32_t n, struct vb_qpinfo *qi)
+{
+	memset(qi, 0, sizeof(*qi));
+	qi->nqp = n;
+	qi->lid = 0x12;
+	qi->link_layer = 2;
+	qi->mtu = 3;
+	qi->rd_atom = 16;
+	qi->gid_index = 1;
+	for (int i = 0; i < 16; i++)
+		qi->gid[i] = (uint8_t)(0xf0 + i);
+	vb_qpinfo_encode(qi, b);
+	for (uint32_t i = 0; i < n; i++)
+		vb_qpinfo_put_entry(b, i, 0x100 + i, 0xabc00 + i);
+	return vb_qpinfo_wire_bytes(n);
+}
+
+static void test_qpinfo_rules(void)
+{
+	uint8_t b[VB_QPINFO_FIXED_BYTES + 8 * 8];
+	struct vb_qpinfo qi, d;
+	uint32_t qpn, psn;
+	char why[256];
+	size_t len = qpinfo_valid(b, 4, &qi);
+
+	CHECK_EQ_INT((int)len, VB_QPINFO_FIXED_BYTES + 32);
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len, &d, why, sizeof(why)), 0);
+	CHECK(d.nqp == 4 && d.lid == 0x12 && d.link_layer == 2 && d.mtu == 3 && d.rd_atom == 16 &&
+	      d.gid_index == 1 && !memcmp(d.gid, qi.gid, 16));
+	vb_qpinfo_entry(b, 3, &qpn, &psn);
+	CHECK(qpn == 0x103 && psn == 0xabc03);
+	CHECK_EQ_INT((int)vb_qpinfo_count(b, len), 4);
+	CHECK_EQ_INT((int)vb_qpinfo_count(b, 3), 0);
+	/* each rule */
+	CHECK_EQ_INT(vb_qpinfo_decode(NULL, 0, &d, why, sizeof(why)), -EBADMSG);
+	CHECK_EQ_INT(vb_qpinfo_decode(b, VB_QPINFO_FIXED_BYTES - 1, &d, why, sizeof(why)), -EBADMSG);
+	CHECK(strstr(why, "too short") != NULL);
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len - 1, &d, why, sizeof(why)), -EBADMSG);  /* a table cut short */
+	CHECK(strstr(why, "for 4 QPs, expected 60 B") != NULL);
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len + 8, &d, why, sizeof(why)), -EBADMSG);  /* one entry too many */
+	len = qpinfo_valid(b, 4, &qi);
+	b[3] = 0;  /* count 0 */
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len, &d, why, sizeof(why)), -EBADMSG);
+	CHECK(strstr(why, "for 0 QPs") != NULL);
+	qi.nqp = VB_MAX_QPS + 1;  /* a count beyond the range: never allocate what a peer asks */
+	vb_qpinfo_encode(&qi, b);
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len, &d, why, sizeof(why)), -EBADMSG);
+	len = qpinfo_valid(b, 4, &qi);
+	b[6] = 3;  /* link layer */
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len, &d, why, sizeof(why)), -EBADMSG);
+	CHECK(strstr(why, "link layer") != NULL);
+	len = qpinfo_valid(b, 4, &qi);
+	b[7] = 6;  /* MTU code */
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len, &d, why, sizeof(why)), -EBADMSG);
+	CHECK(strstr(why, "MTU") != NULL);
+	len = qpinfo_valid(b, 4, &qi);
+	vb_qpinfo_put_entry(b, 2, 0x1000000, 5);  /* QP number of 25 bits */
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len, &d, why, sizeof(why)), -EBADMSG);
+	CHECK(strstr(why, "entry 2") != NULL);
+	len = qpinfo_valid(b, 4, &qi);
+	vb_qpinfo_put_entry(b, 0, 5, 0x1000000);  /* PSN of 25 bits */
+	CHECK_EQ_INT(vb_qpinfo_decode(b, len, &d, why, sizeof(why)), -EBADMSG);
+}
+
+static void fuzz_qpinfo(void)
+{
+	uint8_t valid[VB_QPINFO_FIXED_BYTES + 8 * 5], buf[sizeof(valid) + 16];
+	unsigned ok = 0, bad = 0;
+	struct vb_qpinfo qi, d;
+	char why[256];
+
+	test_qpinfo_rules();
+	for (int c = 0; c < QPI_CASES; c++) {
+		uint32_t n = 1 + (uint32_t)rnd(5);
+		size_t vlen = qpinfo_valid(valid, n, &qi), len;
+		int rc;
+
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, valid, vlen);
+		for (int m = (int)rnd(3); m > 0; m--)
+			buf[rnd(vlen)] ^= (uint8_t)(1u << rnd(8));
+		len = rnd(4) ? vlen : rnd(sizeof(buf) + 1);
+		uint8_t *copy = malloc(len ? len : 1);  /* exact size: ASan sees any read beyond len */
+
+		memcpy(copy, buf, len);
+		why[0] = 0;
+		rc = vb_qpinfo_decode(len ? copy : NULL, len, &d, why, sizeof(why));
+		CHECK(rc == 0 || rc == -EBADMSG);
+		CHECK(why[0] || rc == 0);
+		if (rc == 0) {
+			uint8_t again[sizeof(buf)];
+
+			ok++;
+			CHECK(len == vb_qpinfo_wire_bytes(d.nqp) && d.nqp >= 1 && d.nqp <= VB_MAX_QPS);
+			CHECK((d.link_layer == 1 || d.link_layer == 2) && d.mtu >= 1 && d.mtu <= 5);
+			vb_qpinfo_encode(&d, again);
+			for (uint32_t i = 0; i < d.nqp; i++) {
+				uint32_t qpn, psn;
+
+				vb_qpinfo_entry(copy, i, &qpn, &psn);
+				CHECK(qpn <= 0xffffff && psn <= 0xffffff);
+				vb_qpinfo_put_entry(again, i, qpn, psn);
+			}
+			/* only the reserved bytes 10..11 may differ */
+			CHECK(!memcmp(again, copy, 10) && !memcmp(again + 12, copy + 12, len - 12));
+		} else {
+			bad++;
+		}
+		free(copy);
+		if (pb_test_failures) {
+			fprintf(stderr, "QP-info case %d (len %zu) failed\n", c, len);
+			return;
+		}
+	}
+	fprintf(stderr, "QP info: %d cases, %u accepted, %u rejected\n", QPI_CASES, ok, bad);
+	CHECK(ok > 100 && bad > 100);
+}
+
 int main(void)
 {
 	fuzz_opts();
 	fuzz_hdr();
+	fuzz_qpinfo();
 	TEST_DONE();
 }

@@ -4,6 +4,7 @@
 #include "pb_test.h"
 
 #include <errno.h>
+#include <string.h>
 
 static hwloc_topology_t synthetic(const char *desc)
 {
@@ -137,6 +138,90 @@ static void test_near_device_fallback(void)
 	hwloc_topology_destroy(t);
 }
 
+#ifndef PB_TOPO_2HCA
+#define PB_TOPO_2HCA "topo-2numa-2hca.xml"
+#endif
+
+static hwloc_topology_t two_hca(void)
+{
+	hwloc_topology_t t;
+
+	if (hwloc_topology_init(&t) || hwloc_topology_set_xml(t, PB_TOPO_2HCA) ||
+	    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) || hwloc_topology_load(t)) {
+		fprintf(stderr, "cannot load %s\n", PB_TOPO_2HCA);
+		exit(1);
+	}
+	return t;
+}
+
+static int make_devs(hwloc_topology_t t, unsigned n, const char *const *busids, bool over)
+{
+	struct pb_pin_request req = { .policy = PB_PIN_NEAR_DEVICE, .nprocs = n, .allow_oversubscribe = over,
+				      .pci_busids = busids };
+	char err[256] = "";
+	int rc = pb_pin_plan_make(t, &req, &plan, err, sizeof(err));
+
+	if (rc)
+		fprintf(stderr, "(expected or not) plan error: %s\n", err);
+	return rc;
+}
+
+#define HCA0 "0000:03:00.0"   /* NUMA node 0 (PUs 0-3) */
+#define HCA1 "0000:81:00.0"   /* NUMA node 1 (PUs 4-7) */
+
+/*
+ * Several devices: each process lands on its own device's NUMA node, on
+ * distinct PUs, as the launcher lays out a loopback run of 4 pairs
+ * round-robin over two devices (clients 0-3, then servers 0-3).
+ */
+static void test_near_devices(void)
+{
+	hwloc_topology_t t = two_hca();
+	const char *rr[8] = { HCA0, HCA1, HCA0, HCA1, HCA0, HCA1, HCA0, HCA1 };
+
+	CHECK_EQ_INT(make_devs(t, 8, rr, false), 0);
+	for (unsigned i = 0; i < 8; i++) {
+		CHECK_EQ_INT(plan.numa[i], (int)(i % 2));
+		for (unsigned j = 0; j < i; j++)
+			CHECK(plan.pu[i] != plan.pu[j]);
+	}
+	CHECK_EQ_INT(plan.note[0], 0);
+	/* The same request gives the same plan (pure function). */
+	int first[8];
+
+	memcpy(first, plan.pu, sizeof(first));
+	CHECK_EQ_INT(make_devs(t, 8, rr, false), 0);
+	CHECK(!memcmp(first, plan.pu, sizeof(first)));
+	hwloc_topology_destroy(t);
+}
+
+/* Six processes on HCA1 (4 local PUs): 4 on NUMA 1, 2 spill to NUMA 0, said in the note. */
+static void test_near_devices_spill(void)
+{
+	hwloc_topology_t t = two_hca();
+	const char *all1[6] = { HCA1, HCA1, HCA1, HCA1, HCA1, HCA1 };
+	const char *mixed[2] = { NULL, HCA1 }; /* no locality (rxe) + a PCI device */
+	unsigned on1 = 0;
+
+	CHECK_EQ_INT(make_devs(t, 6, all1, false), 0);
+	for (unsigned i = 0; i < 6; i++)
+		on1 += plan.numa[i] == 1;
+	CHECK_EQ_INT(on1, 4);
+	for (unsigned i = 0; i < 4; i++)
+		CHECK_EQ_INT(plan.numa[i], 1);
+	CHECK(strstr(plan.note, "2 processes placed on cores remote") != NULL);
+	/* 9 processes on 8 PUs: refused, then wrapped when allowed */
+	const char *nine[9] = { HCA0, HCA0, HCA0, HCA0, HCA0, HCA1, HCA1, HCA1, HCA1 };
+
+	CHECK_EQ_INT(make_devs(t, 9, nine, false), -EINVAL);
+	CHECK_EQ_INT(make_devs(t, 9, nine, true), 0);
+	CHECK(strstr(plan.note, "oversubscribed: 9 processes on 8 PUs") != NULL);
+	CHECK_EQ_INT(make_devs(t, 2, mixed, false), 0);
+	CHECK_EQ_INT(plan.numa[1], 1);
+	CHECK(strstr(plan.note, "no PCI locality") != NULL);
+	hwloc_topology_destroy(t);
+}
+
 /* Binding on the real machine is applied and verified. */
 static void test_apply_real(void)
 {
@@ -162,6 +247,8 @@ int main(void)
 	test_oversubscription();
 	test_list_and_none();
 	test_near_device_fallback();
+	test_near_devices();
+	test_near_devices_spill();
 	test_apply_real();
 	TEST_DONE();
 }

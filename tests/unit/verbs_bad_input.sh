@@ -27,6 +27,18 @@ check "is not a number" --timeout "$long"
 check "unknown option" "--$long"
 check "out of range" --pairs 257
 check "is not 'auto' or an integer" -x "$(printf 'a\nb')"
+# several devices (-d LIST|all, --pair-devices): syntax is checked before any device is seen
+check "is not a device name" -d "rxe0,,rxe1"
+check "is not a device name" -d "rxe0;rm"
+check "rxe0 is listed twice" -d rxe0,rxe0
+check "at most 16 devices" -d a0,a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,a12,a13,a14,a15,a16
+check "not with -d all" -d all --pair-devices 0:rxe0
+check "pair 1 has no device" --pairs 2 --pair-devices 0:rxe0
+check "pair 2 in '2:rxe1' does not exist" --pairs 2 --pair-devices 0:rxe0,2:rxe1
+check "pair 0 is mapped twice" --pairs 2 --pair-devices 0:rxe0,0:rxe1
+check "rxe1 is not one of -d rxe0" --pairs 2 -d rxe0 --pair-devices 0:rxe0,1:rxe1
+check "is not PAIR:DEVICE" --pair-devices rxe0
+check "is not PAIR:DEVICE" --pair-devices 0:
 mkfifo "$work/fifo"
 check "FIFO with no reader" -o "$work/fifo"
 [ -p "$work/fifo" ] || { echo "FAIL: the FIFO was replaced"; fail=1; }

@@ -3,7 +3,11 @@
 header = --print-schema, one row per pair plus 'all' per size, and every row
 invariant of the contract for the test as the binary's test table describes it.
 
-usage: check_rows.py --binary PAIRBENCH --csv FILE --test NAME --pairs N --sizes 1,4096
+usage: check_rows.py --binary PAIRBENCH --csv FILE --test NAME --pairs N --sizes 1,4096 [--qps Q]
+                    [--buffers fresh|peer]
+Every verbs row carries its QP count (--qps Q, default 1) in the qps column.
+--buffers: the layout the run asked for; every row must carry it (tests without a layout
+choice: empty), default: the test's default layout.
 Exit 0 when every check passes, 1 with one line per failure otherwise.
 Standard library only (runs with the system python3 inside the rig).
 """
@@ -25,6 +29,8 @@ def main() -> int:
     ap.add_argument("--test", required=True)
     ap.add_argument("--pairs", type=int, required=True)
     ap.add_argument("--sizes", required=True)
+    ap.add_argument("--qps", type=int, default=1)
+    ap.add_argument("--buffers", choices=["fresh", "peer"])
     a = ap.parse_args()
     info = testtable.load_snapshot()["verbs"].get(a.test)
     if info is None:
@@ -41,10 +47,15 @@ def main() -> int:
     if not failures:
         sizes = [int(s) for s in a.sizes.split(",")]
         failures = rowcheck.check_rows(rows, info, "verbs", a.pairs, sizes)
+        failures += [f"row {i + 2} (pair {r['pair_id']}, {r['msg_size_bytes']} B): qps {r.get('qps')!r}, "
+                     f"expected '{a.qps}'" for i, r in enumerate(rows) if r.get("qps") != str(a.qps)]
+        want = (a.buffers or info.default_buffers) if info.buffers else ""
+        failures += [f"row {i + 2}: buffers {r['buffers']!r}, the run asked for {want!r}"
+                     for i, r in enumerate(rows) if r["buffers"] != want]
     for msg in failures:
         print(f"check_rows: FAIL: {msg}", file=sys.stderr)
     if not failures:
-        print(f"check_rows: {a.test} pairs={a.pairs} sizes={a.sizes}: {len(rows)} rows OK",
+        print(f"check_rows: {a.test} pairs={a.pairs} sizes={a.sizes} qps={a.qps}: {len(rows)} rows OK",
               file=sys.stderr)
     return 1 if failures else 0
 

@@ -25,6 +25,9 @@ trap cleanup EXIT
 port=$(( 19300 + $(printf '%s' "$case_" | cksum | cut -d' ' -f1) % 500 * 2 ))
 T=3   # --timeout of every case: short, so a case takes seconds
 common=(-d "$dev" --allow-oversubscribe --pin compact -q --timeout $T)
+# The connection method (issue 13): PB_CM=tcp runs a case over --cm tcp with the same expectations.
+cm=${PB_CM:-rdma_cm}
+common+=(--cm "$cm")
 shm_before=$(ipcs -m | grep -c '^0x' || true)
 
 now() { date +%s.%N; }
@@ -217,11 +220,14 @@ sigterm-connect)   # SIGTERM while the server waits for a client that never come
     expect_rc 143
     expect_msg "interrupted by SIGTERM"
     ;;
-stray-rping|stray-perftest) # a stranger connects first: rejected, one line, the server keeps waiting for its client
+stray-rping|stray-perftest|stray-tcp) # a stranger connects first: rejected, one line, the server keeps waiting for its client
     "$bin" "${common[@]}" --timeout 20 --server -p $port --test write_lat -s 8 -n 20 -o "$work/s.csv" 2>"$work/s.err" &
     spid=$!; pids+=("$spid")
     sleep 1
-    if [ "$case_" = stray-rping ]; then
+    if [ "$cm" = tcp ]; then  # strangers on a TCP port: a port scan, then an HTTP client
+        timeout 5 bash -c 'exec 3<>"/dev/tcp/$1/$2"; exec 3>&-' sh "$ip" $port 2>/dev/null
+        timeout 5 bash -c 'exec 3<>"/dev/tcp/$1/$2"; printf "GET / HTTP/1.0\r\n\r\n" >&3; cat <&3 >/dev/null' sh "$ip" $port 2>/dev/null
+    elif [ "$case_" = stray-rping ]; then
         timeout 5 rping -c -a "$ip" -p $port -C 1 >/dev/null 2>&1
     else
         timeout 5 ib_write_lat -R -p $port -n 5 "$ip" >/dev/null 2>&1

@@ -2,13 +2,18 @@
 # pairbench-verbs tests; run by ctest (label verbs) inside the Soft-RoCE rig:
 #   scripts/softroce-run -- ctest --test-dir build -L verbs
 # usage: vb-test.sh CASE BINARY [ARGS...]
-#   rows TEST PAIRS [--bidir]   sizes {1, 4K, 64K}: schema-valid rows, sane, aggregate consistent
-#   validate                    --validate for every test, --validate-selftest must catch the flip
+#   rows TEST PAIRS [ARGS]      sizes {1, 4K, 64K}: schema-valid rows, sane, aggregate consistent,
+#                               the layout asked for (--buffers, default fresh) in every row
+#   validate                    --validate for every test in both layouts, --validate-selftest
+#                               must catch the flip
 #   mismatch                    server and client with different -n: rejected, option named
 #   baddev                      unknown device: exit 2 (77 expected where no device exists)
 #   noserver                    client without a server: non-zero exit within the deadline
 #   kill                        SIGKILL one worker: non-zero exit within the deadline, nothing left
 #   sigint                      Ctrl-C: exit 130, rows so far in the file, error rows for the rest, nothing left
+#   qps                         --qps 1,8,64 on write_bw and write_lat: rows carry the QP count;
+#                               --validate of every test with 64 QPs; --qps beyond max_qp or max_cqe: exit 2
+# PB_CM=tcp: every case over --cm tcp instead of rdma_cm (same expectations).
 # Exit: 0 pass, 1 fail, 77 skip (no RDMA device: not inside the rig).
 set -u
 case_=$1; bin=$2; shift 2
@@ -26,6 +31,9 @@ need_device() {
 # --pin compact: near-device would load the PCI topology (~2 s per run in the emulated VM) only to
 # learn that Soft-RoCE has no PCI locality.
 common=(-d "$dev" --timeout 30 --allow-oversubscribe --pin compact -q)
+# The connection method of every case (issue 13): PB_CM=tcp runs the same cases over --cm tcp.
+cm=${PB_CM:-rdma_cm}
+common+=(--cm "$cm")
 
 # No process of ours may outlive a run; no shm segment may stay.
 leftovers() {
@@ -44,26 +52,80 @@ rows)
     out=$work/rows.csv
     timeout 240 "$bin" "${common[@]}" --loopback --test "$test" --pairs "$pairs" -s $sizes \
         -n $n -w 3 -o "$out" "$@" || fail "$test pairs=$pairs exited $?"
+    layout=(); prev=
+    for a in "$@"; do [ "$prev" = --buffers ] && layout=(--buffers "$a"); prev=$a; done
     python3 "$here/check_rows.py" --binary "$bin" --csv "$out" --test "$test" --pairs "$pairs" \
-        --sizes $sizes || fail "rows of $test pairs=$pairs"
+        --sizes $sizes "${layout[@]}" || fail "rows of $test pairs=$pairs $*"
+    ;;
+qps)
+    need_device
+    for t in write_bw write_lat; do
+        for q in 1 8 64; do
+            timeout 240 "$bin" "${common[@]}" --loopback --test $t --pairs 2 -s 8,4096 -n 20 -w 3 --qps $q \
+                -o "$work/q.csv" 2>"$work/q.err" || { rc=$?; cat "$work/q.err" >&2; fail "$t --qps $q exited $rc"; }
+            python3 "$here/check_rows.py" --binary "$bin" --csv "$work/q.csv" --test $t --pairs 2 \
+                --sizes 8,4096 --qps $q || fail "rows of $t --qps $q"
+        done
+    done
+    for t in write_lat read_lat send_lat atomic_lat write_bw read_bw send_bw loaded_lat; do
+        p=1; [ $t = loaded_lat ] && p=2
+        timeout 120 "$bin" "${common[@]}" --loopback --test $t --pairs $p -s 8 -n 8 --qps 64 --validate \
+            2>"$work/v.err" || { rc=$?; cat "$work/v.err" >&2; fail "--validate $t --qps 64 exited $rc"; }
+        grep -q "64 iteration(s) over 64 QP(s): data OK" "$work/v.err" ||
+            { cat "$work/v.err" >&2; fail "--validate $t --qps 64: no verdict over 64 QPs"; }
+    done
+    timeout 120 "$bin" "${common[@]}" --loopback --test write_lat --pairs 1 -s 8 -n 8 --qps 16 \
+        --validate-selftest 2>"$work/v.err" || { rc=$?; cat "$work/v.err" >&2; fail "--validate-selftest --qps 16 exited $rc"; }
+    grep -q "self-test OK" "$work/v.err" || fail "--validate-selftest --qps 16: corruption not detected"
+    # device limits are named before any worker starts, never a crash or a hang: 512 processes
+    # x 16384 QPs exceed max_qp (rxe: 1048560); 4096 QPs x 16 receives exceed a CQ (rxe max_cqe 32767)
+    timeout 60 "$bin" "${common[@]}" --loopback --test write_lat --pairs 256 --qps 16384 -s 8 -n 8 2>"$work/l.err"
+    rc=$?; cat "$work/l.err" >&2
+    [ $rc -eq 2 ] || fail "--pairs 256 --qps 16384: exit $rc, expected 2"
+    grep -q "above .*max_qp" "$work/l.err" || fail "the message does not name max_qp"
+    timeout 60 "$bin" "${common[@]}" --loopback --test send_lat --qps 4096 -s 8 -n 8 2>"$work/l.err"
+    rc=$?; cat "$work/l.err" >&2
+    [ $rc -eq 2 ] || fail "send_lat --qps 4096: exit $rc, expected 2"
+    grep -q "above .*max_cqe" "$work/l.err" || fail "the message does not name max_cqe"
     ;;
 validate)
     need_device
-    for t in write_lat read_lat send_lat write_bw read_bw send_bw loaded_lat; do
-        p=1; [ $t = loaded_lat ] && p=2
-        timeout 120 "$bin" "${common[@]}" --loopback --test $t --pairs $p -s 1,4K,64K -n 8 --validate \
-            2>"$work/v.err" || { cat "$work/v.err" >&2; fail "--validate $t exited $?"; }
-        grep -q "data OK" "$work/v.err" || fail "--validate $t printed no verdict"
+    # Both layouts (--buffers): the data goes through the addresses the timed loops use.
+    for b in fresh peer; do
+        for t in write_lat read_lat send_lat write_bw read_bw send_bw loaded_lat; do
+            p=1; [ $t = loaded_lat ] && p=2
+            lay=(--buffers $b)
+            if [ $t = read_lat ]; then [ $b = peer ] && continue; lay=(); fi  # no layout choice
+            timeout 120 "$bin" "${common[@]}" --loopback --test $t --pairs $p -s 1,4K,64K -n 8 "${lay[@]}" \
+                --validate 2>"$work/v.err" || { cat "$work/v.err" >&2; fail "--validate $t $b exited $?"; }
+            grep -q "data OK" "$work/v.err" || fail "--validate $t $b printed no verdict"
+        done
+        # -t 4 -n 8: the window's slots wrap around (slot k mod 4) in the fresh layout
+        for t in write_bw read_bw send_bw; do
+            timeout 120 "$bin" "${common[@]}" --loopback --test $t -s 1,64K -n 8 -t 4 --cq-mod 4 \
+                --buffers $b --validate 2>"$work/v.err" ||
+                { cat "$work/v.err" >&2; fail "--validate $t $b -t 4 exited $?"; }
+            grep -q "data OK" "$work/v.err" || fail "--validate $t $b -t 4 printed no verdict"
+        done
     done
     for v in fadd cswap; do
         timeout 120 "$bin" "${common[@]}" --loopback --test atomic_lat --variant $v -n 8 --validate \
             2>"$work/v.err" || { cat "$work/v.err" >&2; fail "--validate atomic_lat $v exited $?"; }
     done
-    for t in write_lat read_lat send_lat atomic_lat; do
-        timeout 120 "$bin" "${common[@]}" --loopback --test $t -n 4 --validate-selftest 2>"$work/v.err" ||
-            { cat "$work/v.err" >&2; fail "--validate-selftest $t exited $?"; }
-        grep -q "self-test OK" "$work/v.err" || fail "--validate-selftest $t: corruption not reported as detected"
+    for t in write_lat read_lat send_lat atomic_lat write_bw send_bw; do
+        for b in fresh peer; do
+            lay=(--buffers $b)
+            case $t in read_lat|atomic_lat) [ $b = peer ] && continue; lay=();; esac
+            timeout 120 "$bin" "${common[@]}" --loopback --test $t -n 4 "${lay[@]}" --validate-selftest \
+                2>"$work/v.err" || { cat "$work/v.err" >&2; fail "--validate-selftest $t $b exited $?"; }
+            grep -q "self-test OK" "$work/v.err" ||
+                fail "--validate-selftest $t $b: corruption not reported as detected"
+        done
     done
+    # A test without a layout choice refuses --buffers peer (usage error, exit 2), naming the option.
+    "$bin" "${common[@]}" --loopback --test read_lat --buffers peer 2>"$work/v.err"; rc=$?
+    [ $rc -eq 2 ] || fail "read_lat --buffers peer: exit $rc, expected 2"
+    grep -q -- "--buffers peer" "$work/v.err" || fail "read_lat --buffers peer: message does not name the option"
     info "validate and self-test passed for every test"
     ;;
 mismatch)

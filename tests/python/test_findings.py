@@ -1,0 +1,78 @@
+"""Findings, flags and number formatting without a browser: the rules the report and
+`pairbench show` share."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from pairbench import findings, fmt, testtable
+from pairbench.flags import infer_legacy, row_flags
+from pairbench.schema import load_metadata, load_run
+
+VERBS_RUN = REPO / "results" / "20261123-090116-vm-d2f610"
+MPI_RUN = REPO / "results" / "20261123-090256-vm-29e824"
+
+
+@pytest.mark.parametrize("v", [10.0 ** e * m for e in range(-9, 13) for m in (1, 1.234, 9.999)])
+def test_numbers_never_scientific(v: float) -> None:
+    for text in (fmt.num(v), fmt.num(-v), fmt.us(v), fmt.rate(v), fmt.ratio(v), fmt.pct(v)):
+        assert re.search(fmt.SCI_PATTERN, text) is None, (v, text)
+
+
+@pytest.mark.parametrize("v,text", [(12034.4, "12,034"), (0.001242, "0.00124"), (20.31, "20.3"),
+                                    (8.0, "8"), (0, "0"), (float("nan"), ""), (None, "")])
+def test_significant_digits(v: object, text: str) -> None:
+    assert fmt.num(v) == text
+
+
+def test_units_that_read_best() -> None:
+    assert fmt.us(8012.0) == "8.01 ms" and fmt.us(41.49) == "41.5 µs"
+    assert fmt.rate(15170729) == "15.2 Mmsg/s" and fmt.ratio(780.4) == "780×"
+
+
+def test_legacy_run_flags_inferred_from_metadata() -> None:
+    """The 09:01 verbs run (schema 2, 2 vCPUs): 1 pair = 2 processes = not oversubscribed;
+    2 and 4 pairs in loopback = 4 and 8 processes = oversubscribed; rxe0 = emulated."""
+    meta = load_metadata(VERBS_RUN)
+    df = infer_legacy(load_run(VERBS_RUN), meta)
+    fl = row_flags(df)
+    over = df[fl.map(lambda s: "oversubscribed" in s)]
+    assert set(over["pairs"]) == {2, 4}
+    assert fl.map(lambda s: {"emulated_device", "link_rate_nominal"} <= s).all()
+    assert df["link_pct"].isna().all()
+
+
+def test_findings_of_the_real_runs() -> None:
+    meta = load_metadata(VERBS_RUN)
+    df = infer_legacy(load_run(VERBS_RUN), meta)
+    f = findings.compute(df, meta, testtable.tables_for_run(meta))
+    kinds = [w.kind for w in f.warnings]
+    assert kinds[:3] == ["oversubscribed", "emulated_device", "link_rate_nominal"]
+    assert "figures above 1 pair measure the scheduler on this machine" in f.warnings[0].text
+    wl = next(t for t in f.tests if t.title == "verbs RDMA write latency")
+    facts = dict(wl.facts)
+    assert facts["1-pair latency p50"].startswith("10.3 µs at 8 B")
+    assert "→ 4 pairs 8.01 ms (780×)" in facts["latency scaling at 8 B"]
+    bw = dict(next(t for t in f.tests if t.title == "verbs RDMA write bandwidth").facts)
+    assert "nominal or unknown" in bw["peak aggregate bandwidth"]
+    assert " % of the link" not in bw["peak aggregate bandwidth"]
+    mpi_meta = load_metadata(MPI_RUN)
+    m = findings.compute(load_run(MPI_RUN), mpi_meta, testtable.tables_for_run(mpi_meta))
+    assert [w.kind for w in m.warnings] == []  # schema 2 rows: flags come from infer_legacy
+    m = findings.compute(infer_legacy(load_run(MPI_RUN), mpi_meta), mpi_meta)
+    assert [w.kind for w in m.warnings] == ["oversubscribed"]
+
+
+def test_missing_points_and_error_rows_are_warned(base_run: Path) -> None:
+    meta = load_metadata(base_run)
+    df = load_run(base_run)
+    assert findings.compute(df, meta).warnings == []
+    cut = df[~((df["test"] == "write_bw") & (df["pairs"] == 2) & (df["repetition"] == 1))].copy()
+    cut.loc[cut.index[0], ["status", "error"]] = ["error", "completion error on QP 7"]
+    w = {x.kind: x.text for x in findings.compute(cut, meta).warnings}
+    assert "write_bw × 2 pair(s) (repetition 1)" in w["missing_points"]
+    assert "completion error on QP 7" in w["error_rows"]

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Traffic patterns (mpi/mp_pattern.c) for K = 2..9 nodes and R = 1..8 ranks
+ * per node: every rank in at most one pair, never a pair within a node, and
+ * the shape of each pattern (who talks to whom); the invalid combinations
+ * are rejected with a message naming the pattern.
+ */
+#include "pb_test.h"
+
+#include "mp_pattern.h"
+
+#include <errno.h>
+#include <stdbool.h>
+
+#define MAXP 1024
+
+static struct mp_pair_map pairs[MAXP];
+
+static int run(const char *text, int k, int r, char *err, size_t len)
+{
+	struct mp_pattern p;
+	int rc = mp_pattern_parse(text, &p, err, len);
+
+	if (rc)
+		return rc;
+	return mp_pattern_pairs(&p, k, r, pairs, MAXP, err, len);
+}
+
+/* Every (node, slot) at most once; both ends valid; no intra-node pair. */
+static void check_disjoint(const char *what, int n, int k, int r)
+{
+	static bool used[64][64];
+
+	memset(used, 0, sizeof(used));
+	for (int i = 0; i < n; i++) {
+		const struct mp_pair_map *m = &pairs[i];
+
+		CHECK(m->a_node >= 0 && m->a_node < k && m->b_node >= 0 && m->b_node < k);
+		CHECK(m->a_slot >= 0 && m->a_slot < r && m->b_slot >= 0 && m->b_slot < r);
+		CHECK(m->a_node != m->b_node);
+		if (used[m->a_node][m->a_slot] || used[m->b_node][m->b_slot])
+			fprintf(stderr, "%s K=%d R=%d: rank (%d,%d)/(%d,%d) in two pairs\n", what, k, r,
+				m->a_node, m->a_slot, m->b_node, m->b_slot);
+		CHECK(!used[m->a_node][m->a_slot] && !used[m->b_node][m->b_slot]);
+		used[m->a_node][m->a_slot] = used[m->b_node][m->b_slot] = true;
+	}
+}
+
+/* links[a][b] = number of pairs a -> b. */
+static void count_links(int n, int links[16][16])
+{
+	memset(links, 0, sizeof(int) * 16 * 16);
+	for (int i = 0; i < n; i++)
+		links[pairs[i].a_node][pairs[i].b_node]++;
+}
+
+static void test_pairs_bisection(int k, int r)
+{
+	char err[512];
+	int links[16][16];
+	int n = run("pairs", k, r, err, sizeof(err));
+
+	if (k % 2) {
+		CHECK_EQ_INT(n, -EINVAL);
+		CHECK(strstr(err, "even number of nodes") != NULL);
+	} else {
+		CHECK_EQ_INT(n, k * r / 2);
+		check_disjoint("pairs", n, k, r);
+		count_links(n, links);
+		for (int a = 0; a < k; a += 2)
+			CHECK_EQ_INT(links[a][a + 1], r);
+	}
+	n = run("bisection", k, r, err, sizeof(err));
+	if (k % 2) {
+		CHECK_EQ_INT(n, -EINVAL);
+		CHECK(strstr(err, "bisection") != NULL);
+		return;
+	}
+	CHECK_EQ_INT(n, k * r / 2);
+	check_disjoint("bisection", n, k, r);
+	for (int i = 0; i < n; i++) {
+		CHECK(pairs[i].a_node < k / 2);
+		CHECK_EQ_INT(pairs[i].b_node, pairs[i].a_node + k / 2);
+		CHECK_EQ_INT(pairs[i].b_slot, pairs[i].a_slot);
+	}
+}
+
+static void test_shift(int k, int r)
+{
+	char err[512], text[32];
+
+	for (int s = 1; s < k; s++) {
+		int links[16][16];
+		int n;
+
+		snprintf(text, sizeof(text), "shift:%d", s);
+		n = run(text, k, r, err, sizeof(err));
+		if (r % 2) {
+			CHECK_EQ_INT(n, -EINVAL);
+			CHECK(strstr(err, "even number of ranks per node") != NULL);
+			continue;
+		}
+		CHECK_EQ_INT(n, k * r / 2);
+		check_disjoint(text, n, k, r);
+		count_links(n, links);
+		/* Every node sends r/2 pairs to node i+S and receives r/2 from node i-S. */
+		for (int a = 0; a < k; a++)
+			CHECK_EQ_INT(links[a][(a + s) % k], r / 2);
+	}
+	snprintf(text, sizeof(text), "shift:%d", k);
+	CHECK_EQ_INT(run(text, k, 2, err, sizeof(err)), -EINVAL);
+}
+
+static void test_star(int k, int r)
+{
+	char err[512];
+
+	for (int into = 0; into < 2; into++) {
+		for (int t = 0; t < k; t += k - 1) {
+			char text[32];
+			int n, m = r / (k - 1);
+
+			snprintf(text, sizeof(text), "%s:%d", into ? "incast" : "fanout", t);
+			n = run(text, k, r, err, sizeof(err));
+			if (r < k - 1) {
+				CHECK_EQ_INT(n, -EINVAL);
+				CHECK(strstr(err, "ranks per node") != NULL);
+				continue;
+			}
+			CHECK_EQ_INT(n, (k - 1) * m);
+			check_disjoint(text, n, k, r);
+			for (int i = 0; i < n; i++) {
+				/* incast: every pair ends in node t, none starts there; fanout: reverse. */
+				CHECK_EQ_INT(into ? pairs[i].b_node : pairs[i].a_node, t);
+				CHECK(into ? pairs[i].a_node != t : pairs[i].b_node != t);
+			}
+		}
+	}
+	/* incast alone means node 0 */
+	if (r >= k - 1) {
+		int n = run("incast", k, r, err, sizeof(err));
+
+		for (int i = 0; i < n; i++)
+			CHECK_EQ_INT(pairs[i].b_node, 0);
+	}
+}
+
+static void test_alltoall(int k, int r)
+{
+	char err[512];
+	int links[16][16];
+	int n = run("alltoall", k, r, err, sizeof(err));
+
+	if (r < k - 1) {
+		CHECK_EQ_INT(n, -EINVAL);
+		return;
+	}
+	CHECK_EQ_INT(n, k * (k - 1) / 2);
+	check_disjoint("alltoall", n, k, r);
+	count_links(n, links);
+	for (int a = 0; a < k; a++) {
+		int out = 0, in = 0;
+
+		for (int b = 0; b < k; b++) {
+			if (a != b)
+				CHECK_EQ_INT(links[a][b] + links[b][a], 1); /* every node pair once */
+			out += links[a][b];
+			in += links[b][a];
+		}
+		/* direction balanced: senders and receivers differ by at most one per node */
+		CHECK(out - in <= 1 && in - out <= 1);
+	}
+}
+
+static void test_nodes(void)
+{
+	char err[512];
+	struct mp_pattern p;
+	int n = run("nodes:0-3,1-2", 4, 2, err, sizeof(err));
+
+	CHECK_EQ_INT(n, 4);
+	CHECK_EQ_INT(pairs[0].a_node, 0);
+	CHECK_EQ_INT(pairs[0].b_node, 3);
+	CHECK_EQ_INT(pairs[2].a_node, 1);
+	CHECK_EQ_INT(pairs[3].b_slot, 1);
+	CHECK_EQ_INT(mp_pattern_parse("nodes:0-3,1-2", &p, err, sizeof(err)), 0);
+	CHECK(!strcmp(p.name, "nodes:0-3,1-2"));
+	/* a bye: node 2 of 3 idle */
+	CHECK_EQ_INT(run("nodes:0-1", 3, 1, err, sizeof(err)), 1);
+	CHECK_EQ_INT(run("nodes:0-1,1-2", 3, 1, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "node 1 is in two node pairs") != NULL);
+	CHECK_EQ_INT(run("nodes:0-0", 3, 1, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(run("nodes:0-5", 3, 1, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "node 5 does not exist") != NULL);
+	CHECK_EQ_INT(run("nodes:0-1,", 3, 1, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(run("nodes:", 3, 1, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(run("nodes:a-b", 3, 1, err, sizeof(err)), -EINVAL);
+}
+
+static void test_parse_errors(void)
+{
+	char err[512];
+	struct mp_pattern p;
+
+	CHECK_EQ_INT(mp_pattern_parse("ring", &p, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "unknown --pattern 'ring'") != NULL);
+	CHECK_EQ_INT(mp_pattern_parse("shift:0", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("shift:", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("shift:1x", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("incast:-1", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("shift:2", &p, err, sizeof(err)), 0);
+	CHECK(!strcmp(p.name, "shift:2"));
+	CHECK_EQ_INT(mp_pattern_pairs(&p, 1, 2, pairs, MAXP, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "at least 2 nodes") != NULL);
+	/* too small an output array: an error, never a silent truncation */
+	CHECK_EQ_INT(mp_pattern_parse("bisection", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_pairs(&p, 4, 4, pairs, 3, err, sizeof(err)), -E2BIG);
+}
+
+int main(void)
+{
+	for (int k = 2; k <= 9; k++) {
+		for (int r = 1; r <= 8; r++) {
+			test_pairs_bisection(k, r);
+			test_shift(k, r);
+			test_star(k, r);
+			test_alltoall(k, r);
+		}
+	}
+	test_nodes();
+	test_parse_errors();
+	if (pb_test_failures)
+		fprintf(stderr, "%d check(s) failed\n", pb_test_failures);
+	return pb_test_failures ? 1 : 0;
+}
