@@ -90,7 +90,8 @@ def run_arrays(run_dir: Path, metrics: list[str] | None = None) -> RunArrays:
         for m in metrics or DEFAULT_METRICS:
             v = g[m].to_numpy(dtype=float)
             if np.all(np.isfinite(v)):
-                labels.append(f"{key[1]} {int(key[3])} {m}")
+                k = dict(zip(POINT_KEY, key, strict=True))
+                labels.append(f"{k['test']} {int(k['msg_size_bytes'])} {m}")
                 mets.append(m)
                 vals.append(v)
     return RunArrays(labels, mets, np.array(vals))
