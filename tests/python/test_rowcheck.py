@@ -146,7 +146,8 @@ def test_checkers_run_with_the_system_python(tmp_path: Path) -> None:
 @pytest.mark.parametrize("layer,test,value,needle", [
     ("mpi", "latency", "", "buffers '', expected one of fresh, peer"),
     ("mpi", "bw", "reuse", "buffers 'reuse', expected one of fresh, peer"),
-    ("verbs", "write_lat", "fresh", "buffers 'fresh' in a test without a layout choice"),
+    ("verbs", "read_lat", "fresh", "buffers 'fresh' in a test without a layout choice"),
+    ("verbs", "write_lat", "reuse", "buffers 'reuse', expected one of fresh, peer"),
 ])
 def test_rows_carry_the_layout(layer: str, test: str, value: str, needle: str,
                                tmp_path: Path) -> None:
