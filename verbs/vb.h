@@ -282,6 +282,8 @@ struct vb_worker {
 	struct ibv_sge rsge;
 	uint32_t recvs_posted;
 	uint64_t stray_recvs;     /* receives reaped while waiting for a ctrl write (vb_ctrl_reap) */
+	uint64_t stray_wr_id;     /* the wr_id (slot, QP) of the last of them */
+	bool closing;             /* in the final pair sync: no message follows it */
 	/* protocol state */
 	uint64_t ctrl_step;
 	uint64_t stream_no;
@@ -301,6 +303,8 @@ extern volatile sig_atomic_t vb_interrupted;
 /* Fault injection for the fault tests (PAIRBENCH_FAULT=PHASE:SIGNAL:MEMBER, docs/failure-modes.md). */
 enum vb_phase { VB_PHASE_CONNECT, VB_PHASE_FINAL };
 void vb_fault_point(const struct vb_worker *w, enum vb_phase phase);
+/* PAIRBENCH_FAULT=latecqe: a ctrl write's completion comes after the peer's next message (vb_qp.c). */
+bool vb_fault_late_ctrl_cqe(void);
 
 /*
  * vb_dev.c: run in the probe child (verbs allowed there).  Finds and queries

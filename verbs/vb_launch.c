@@ -487,6 +487,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 	/* Both sides done with the buffers before either tears down. */
 	if (!rc) {
 		vb_fault_point(&w, VB_PHASE_FINAL);
+		w.closing = true;
 		if ((rc = vb_ctrl_sync(&w)) && rc != -ECANCELED && rc != -EINTR)
 			pb_log_error("pair %u (%s): final sync: %s", w.pair, side, w.error);
 	}

@@ -40,6 +40,28 @@ void vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
 	raise(!strcmp(sig, "KILL") ? SIGKILL : SIGSTOP);
 }
 
+/*
+ * PAIRBENCH_FAULT=latecqe: every ctrl write of a server (pair sync, end of
+ * stream; not the final sync) is posted unsignalled and, 2 ms later,
+ * followed by a signalled empty write, whose completion is the one reaped.  The peer sees our word land and sends
+ * its next message in those 2 ms, so its receive completion precedes ours
+ * in the CQ: the ordering a loaded machine produces now and then, made
+ * certain for the tests (docs/failure-modes.md).
+ */
+bool vb_fault_late_ctrl_cqe(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *f = getenv("PAIRBENCH_FAULT");
+
+		on = f && !strcmp(f, "latecqe");
+		if (on)
+			pb_log_warn("fault injection: PAIRBENCH_FAULT=latecqe: ctrl write completions come 2 ms late");
+	}
+	return on;
+}
+
 static const char *const vb_atomic_variants[] = { "fadd", "cswap", NULL };
 
 /* MR access of a data buffer: the side written to (write), read from (read), received into,

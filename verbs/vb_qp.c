@@ -241,8 +241,12 @@ int vb_recv_repost(struct vb_worker *w, unsigned q, uint64_t *recvd)
 /*
  * Wait for the completion of the ctrl write.  A receive may come first (send
  * tests: the peer's stream goes on, e.g. --bidir, or its next stream already
- * began): it is reposted and counted in w->stray_recvs for the stream's
- * count.  Any other completion is a protocol error.
+ * began; or, after a pair sync, the peer saw our write land and sent its next
+ * message before our write's completion reached us): it is reposted and
+ * counted in w->stray_recvs, its wr_id kept in w->stray_wr_id.  Whoever
+ * waits for receives next takes them from there first: the stream's count
+ * (vb_stream_done_wait), the send_lat server (vb_send.c), --validate
+ * (vb_validate.c).  Any other completion is a protocol error.
  */
 static int vb_ctrl_reap(struct vb_worker *w)
 {
@@ -254,6 +258,7 @@ static int vb_ctrl_reap(struct vb_worker *w)
 			return rc;
 		if (!(wc.opcode & IBV_WC_RECV))
 			break;
+		w->stray_wr_id = wc.wr_id;
 		if ((rc = vb_recv_repost(w, VB_RECV_QP(wc.wr_id), &w->stray_recvs)))
 			return rc;
 	}
@@ -279,7 +284,20 @@ int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value)
 	w->ctrl->out[word] = value;
 	wr.wr.rdma.remote_addr = w->remote.ctrl_addr + word * sizeof(uint64_t);
 	wr.wr.rdma.rkey = w->remote.ctrl_rkey;
+	/* The test hook (PAIRBENCH_FAULT=latecqe), on the server (the receiving side of the send
+	 * tests): the completion we reap is an empty write's, posted 2 ms later.  Not in the
+	 * final sync: the peer may be gone by then. */
+	bool late = vb_fault_late_ctrl_cqe() && w->side == VB_SERVER && !w->closing;
+
+	if (late)
+		wr.send_flags = 0;
 	rc = ibv_post_send(w->qp, &wr, &bad);
+	if (!rc && late) {
+		nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
+		wr.num_sge = 0;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		rc = ibv_post_send(w->qp, &wr, &bad);
+	}
 	if (rc) {
 		snprintf(w->error, sizeof(w->error), "ibv_post_send (ctrl): %s", strerror(rc));
 		return -rc;

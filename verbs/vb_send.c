@@ -76,9 +76,12 @@ static int vb_send_serve_stream(struct vb_worker *w)
 	vb_watch_start(w, &s, "the client's ping send", false);
 	w->stream_no = want;
 	for (;;) {
-		int got = 0;
+		/* Pings a ctrl write's reap took first (the prepare's pair sync, vb_ctrl_reap):
+		 * already reposted, answered before anything else. */
+		int got = (int)w->stray_recvs;
 
-		if ((rc = vb_send_poll(w, &got)))
+		w->stray_recvs = 0;
+		if (!got && (rc = vb_send_poll(w, &got)))
 			return rc;
 		if (got) {
 			s.progress += (uint64_t)got;

@@ -68,6 +68,19 @@ static int vb_recv_wait(struct vb_worker *w, uint8_t **at)
 	struct ibv_wc wc;
 	int rc, ne;
 
+	if (w->stray_recvs) {
+		/* It came while our pair sync waited for its ctrl write (vb_ctrl_reap), already
+		 * reposted.  One message per iteration, so never more than one. */
+		if (w->stray_recvs > 1) {
+			snprintf(w->error, sizeof(w->error),
+				 "%llu receives arrived during one pair sync; validate sends one per iteration",
+				 (unsigned long long)w->stray_recvs);
+			return -EPROTO;
+		}
+		w->stray_recvs = 0;
+		*at = vb_buf_recv_addr(w, VB_RECV_SLOT(w->stray_wr_id));
+		return 0;
+	}
 	vb_watch_start(w, &wt, "a receive", false);
 	while ((ne = ibv_poll_cq(w->cq, 1, &wc)) == 0) {
 		if ((rc = vb_watch_spin(w, &wt, "a receive")))

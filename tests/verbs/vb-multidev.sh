@@ -77,7 +77,7 @@ validate)
     for t in write_lat read_lat write_bw; do
         for mode in --validate --validate-selftest; do
             timeout 120 "$bin" "${common[@]}" -d all --test $t --pairs 2 -s 1,4K,64K -n 8 $mode \
-                2>"$work/v.err" || { cat "$work/v.err" >&2; fail "$mode $t -d all exited $?"; }
+                2>"$work/v.err" || { rc=$?; cat "$work/v.err" >&2; fail "$mode $t -d all exited $rc"; }
             grep -q "devices: ${devs[0]} = pairs 0; ${devs[1]} = pairs 1" "$work/v.err" \
                 || { cat "$work/v.err" >&2; fail "$mode $t: pairs not on ${devs[0]} and ${devs[1]}"; }
             for p in 0 1; do
