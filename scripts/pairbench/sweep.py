@@ -16,15 +16,13 @@ import re
 import shutil
 import signal
 import socket
-import subprocess
 import sys
-import time
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pairbench import fingerprint, procutil, testtable
+from pairbench import fingerprint, testtable
 from pairbench.collect import (
     Row,
     atomic_write_json,
@@ -32,7 +30,6 @@ from pairbench.collect import (
     collect_point,
     error_rows,
     failure_reason,
-    read_rows,
     rows_to_csv,
 )
 from pairbench.errors import UsageError, one_line
@@ -43,9 +40,7 @@ from pairbench.plan import (
     Point,
     RigPlan,
     SweepConfig,
-    plan_from_json,
     plan_sweep,
-    plan_to_json,
 )
 from pairbench.progress import SweepProgress
 from pairbench.run import PointResult, run_point
@@ -553,130 +548,9 @@ def sweep_to_dir(opts: SweepOptions) -> tuple[int, Path]:
             plan = RigPlan(config=cfg, points=tuple(points), meta=plan_meta,
                            fail_fast=opts.fail_fast, progress=opts.progress,
                            command_line=tuple(sys.argv))
+            from pairbench.rigrun import run_softroce  # rigrun builds on this module
+
             return run_softroce(plan, opts, run_dir, meta, root, signals), run_dir
         data = execute(cfg, points, run_dir, run_id, meta, opts.fail_fast, opts.progress,
                        signals)
         return finish(run_dir, data, meta), run_dir
-
-
-RIG_PLAN = "raw/rig-plan.json"  # in the run directory: the plan the rig runs
-
-
-def run_rig_plan(plan_file: Path) -> int:
-    """Inside the Soft-RoCE rig: run the points of the plan the host wrote, locally, into
-    the plan's run directory (data.csv and metadata.json, as any sweep)."""
-    try:
-        data = json.loads(plan_file.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{plan_file}: cannot read the rig plan: {exc}") from None
-    plan = plan_from_json(data)
-    cfg = plan.config
-    run_dir = Path(cfg.run_dir)
-    if (run_dir / "data.csv").exists():
-        raise UsageError(f"{run_dir} already holds data.csv; runs are never overwritten")
-    check_launch(cfg)
-    meta = dict(plan.meta)
-    meta["fingerprint"] = fingerprint.gather(repo_root(), list(plan.command_line))
-    with StopSignals() as signals:
-        rows = execute(cfg, list(plan.points), run_dir, meta["run_id"], meta, plan.fail_fast,
-                       plan.progress, signals)
-        return finish(run_dir, rows, meta)
-
-
-def softroce_argv(rig: str, rig_timeout_s: float, python: str, scripts_dir: str,
-                  plan_file: str, rwdir: str | None = None, devices: int = 1) -> list[str]:
-    """scripts/softroce-run --timeout S [--rwdir D] [--devices N] -- env PYTHONPATH=scripts
-    python -m pairbench.rigrun PLAN. The rig persists writes under the repo root; a run
-    directory elsewhere is passed with --rwdir."""
-    opts = ["--timeout", f"{rig_timeout_s:g}"] + (["--rwdir", rwdir] if rwdir else [])
-    if devices > 1:
-        opts += ["--devices", str(devices)]
-    return [rig, *opts, "--", "env", f"PYTHONPATH={scripts_dir}", python, "-m",
-            "pairbench.rigrun", plan_file]
-
-
-def rig_reason(stderr: Path) -> str:
-    """The most telling line of the rig's stderr: the last 'error' line, else the last."""
-    try:
-        lines = [ln.strip() for ln in stderr.read_text(errors="replace").splitlines()
-                 if ln.strip()]
-    except OSError:
-        return ""
-    errors = [ln for ln in lines if "error" in ln.lower()]
-    return (errors or lines or [""])[-1][:300]
-
-
-RIG_KILL_GRACE_S = 3.0  # the rig: SIGTERM, then SIGKILL of its process group
-
-
-def run_softroce(plan: RigPlan, opts: SweepOptions, run_dir: Path, meta: dict, root: Path,
-                 signals: StopSignals | None = None) -> int:
-    """Boot the rig once and run the plan's points inside it with the local launcher; then
-    add the rig's own record (and error rows for points it never ran) to what ran."""
-    cfg, points = plan.config, plan.points
-    rig = str(Path(opts.launcher_cmd or root / "scripts" / "softroce-run").absolute())
-    budget = opts.rig_timeout_s or (len(points) * (cfg.timeout_s + 15) + 600)
-    rwdir = None if run_dir.resolve().is_relative_to(root) else str(run_dir)
-    (run_dir / "raw").mkdir(exist_ok=True)
-    plan_file = run_dir / RIG_PLAN
-    atomic_write_json(plan_file, plan_to_json(plan))
-    argv = softroce_argv(rig, budget, sys.executable, str(Path(__file__).resolve().parents[1]),
-                         str(plan_file), rwdir, rig_device_count(opts))
-    outer_fp = meta["fingerprint"]
-    print(f"sweep: starting the Soft-RoCE rig for {len(points)} points (one VM boot)",
-          file=sys.stderr, flush=True)
-    start = time.monotonic()
-    rig_exit: int | None = None
-    rig_error: str | None = None
-    signals = signals or StopSignals()
-    stopped: dict | None = None
-    with open(run_dir / "raw" / "rig.stdout", "wb") as out, \
-            open(run_dir / "raw" / "rig.stderr", "wb") as err_file:
-        try:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-        except OSError as exc:
-            rig_error = f"cannot start the Soft-RoCE rig {rig}: {exc.strerror}"
-        else:
-            def tee(line: bytes) -> None:  # the rig's stderr to raw/rig.stderr and ours
-                err_file.write(line)
-                err_file.flush()
-                sys.stderr.buffer.write(line)
-                sys.stderr.flush()
-
-            copier = procutil.start_copy(proc.stderr, tee, by_line=True)
-            state = procutil.wait(proc, time.monotonic() + budget + 120, signals.stopped)
-            if state == "stopped":
-                procutil.kill_group(proc, RIG_KILL_GRACE_S)  # the VM and the sweep inside
-                rig_error = f"interrupted by {signals.name} (Soft-RoCE rig killed)"
-                stopped = {"signal": signals.name, "point": "the Soft-RoCE rig",
-                           "at": now_iso()}
-            elif state == "deadline":
-                procutil.kill_group(proc, RIG_KILL_GRACE_S)
-                rig_error = f"Soft-RoCE rig timed out after {budget + 120:g} s (killed)"
-            else:
-                rig_exit = proc.returncode
-            copier.join(timeout=5)
-    # The plan ran inside the rig: its data.csv and metadata.json are in run_dir
-    # (persisted by the rig); what never ran becomes error rows here.
-    ran: dict = {}
-    if (run_dir / "metadata.json").is_file():
-        try:
-            ran = json.loads((run_dir / "metadata.json").read_text())
-        except ValueError:
-            ran = {}
-    data = read_rows(run_dir / "data.csv")
-    have = {(r.get("test"), r.get("pairs"), r.get("repetition"), r.get("qps", "")) for r in data}
-    meaning = {124: " (deadline reached)", 125: " (rig failure)", 77: " (cannot run here)"}
-    why = rig_error or (f"Soft-RoCE rig exited {rig_exit}{meaning.get(rig_exit or 0, '')} "
-                        f"before this point ran: {rig_reason(run_dir / 'raw' / 'rig.stderr')}")
-    for p in points:
-        if (p.test, str(p.pairs), str(p.repetition), p.qps_cell) not in have:
-            data += error_rows(p, list(p.sizes), why, run_dir.name)
-    meta = ran if ran.get("points") is not None else meta
-    if stopped:
-        meta["interrupted"] = stopped
-    meta["rig"] = {"argv": argv, "plan": RIG_PLAN, "exit_code": rig_exit, "error": rig_error,
-                   "elapsed_s": round(time.monotonic() - start, 1),
-                   "host_fingerprint": outer_fp}
-    return finish(run_dir, data, meta)

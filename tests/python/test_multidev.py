@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import FAKE
-from pairbench import analysis, rowcheck, sweep, testtable
+from pairbench import analysis, rigrun, rowcheck, sweep, testtable
 from pairbench.errors import UsageError
 
 TABLES = {t.name: t for t in testtable.load_snapshot()["verbs"]}
@@ -152,10 +152,10 @@ def test_rig_boots_as_many_devices_as_listed() -> None:
     opts = sweep.SweepOptions(layer="verbs", tests=("write_bw",), devices="rxe0,rxe1",
                               launcher="softroce")
     assert sweep.rig_device_count(opts) == 2
-    argv = sweep.softroce_argv("rig", 60, "py", "scripts", "plan.json", None,
+    argv = rigrun.softroce_argv("rig", 60, "py", "scripts", "plan.json", None,
                                sweep.rig_device_count(opts))
     assert argv[:5] == ["rig", "--timeout", "60", "--devices", "2"]
-    assert "--devices" not in sweep.softroce_argv("rig", 60, "py", "s", "p.json")
+    assert "--devices" not in rigrun.softroce_argv("rig", 60, "py", "s", "p.json")
     all_opts = sweep.SweepOptions(layer="verbs", tests=("write_bw",), devices="all",
                                   launcher="softroce", rig_devices=3)
     assert sweep.rig_device_count(all_opts) == 3
