@@ -3,9 +3,11 @@
 
 #include "pb_clock.h"
 #include "pb_common.h"
+#include "pb_flags.h"
 #include "pb_log.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +190,7 @@ static void pb_engine_point(const struct pb_engine_params *p, uint64_t size,
 	pt->qps = p->qps;
 	pt->shared_iterations = p->shared_iterations;
 	pt->pattern = p->pattern;
+	pt->block_timed = p->block_timed;
 }
 
 /* The run's flags (pb_flags_run) after each row's own: every row of every point carries them. */
@@ -308,6 +311,17 @@ static int pb_engine_lat_stats(const struct pb_timed *t, bool duration, struct p
 {
 	int rc;
 
+	if (t->block) {
+		/* One mean over the block; nothing else is known (docs/methodology.md). */
+		r->lat_us = (struct pb_stats){ .count = t->done, .min = NAN, .max = NAN, .stdev = NAN,
+					       .p50 = NAN, .p90 = NAN, .p99 = NAN, .p999 = NAN };
+		if (!t->done)
+			return -EINVAL;
+		r->lat_us.mean = (double)t->block_lat_ns / (double)t->done / 1e3;
+		pb_flags_merge(r->flags, sizeof(r->flags), "block_timed");
+		r->has_lat = 1;
+		return 0;
+	}
 	if (duration) {
 		rc = pb_hist_stats(b->hist, &r->lat_us);
 		pb_stats_scale(&r->lat_us, 1e-3);
@@ -364,6 +378,7 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 			t.end_by_ns = pb_clock_now_ns() + (uint64_t)(p->duration_s * 1e9);
 		} else {
 			t.samples_ns = b->samples_ns;
+			t.block = p->block_timed;
 		}
 		rc = test->timed(tctx, &t);
 		if (rc && !t.error[0] && test->error)
@@ -382,8 +397,9 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 	}
 	/* Publish before failing: the leader, woken by the abort, then finds our reason. */
 	if (role->measuring) {
-		crc = meet->publish(mctx, &mine, mine.has_lat && !duration ? b->samples_us : NULL,
-				    mine.has_lat && !duration ? t.done : 0,
+		bool samples = mine.has_lat && !duration && !t.block;
+
+		crc = meet->publish(mctx, &mine, samples ? b->samples_us : NULL, samples ? t.done : 0,
 				    mine.has_lat && duration ? b->hist : NULL);
 		if (crc && !rc)
 			rc = crc;

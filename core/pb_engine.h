@@ -36,12 +36,16 @@ struct pb_timed {
 	uint64_t iterations;     /* iteration mode: exactly this many */
 	uint64_t end_by_ns;      /* duration mode (!= 0): stop at this pb_clock_now_ns() */
 	uint64_t *samples_ns;    /* latency, iteration mode: room for `iterations` samples */
+	bool block;              /* latency, --timing block: no clock read inside the loop,
+				  * no samples; fill block_lat_ns instead */
 	struct pb_hist *hist;    /* latency, duration mode: add samples here */
 	/* out */
 	uint64_t done;           /* iterations (or messages) completed */
 	uint64_t start_ns, end_ns;
 	uint64_t bytes, messages;
 	bool has_lat, has_bw;    /* which of the above this process measured */
+	uint64_t block_lat_ns;   /* block: the sum of the samples the block stands for
+				  * (ping-pong: (end_ns - start_ns) / 2); mean = it / done */
 	char flags[64];
 	char error[256];         /* set with a negative return */
 };
@@ -111,6 +115,7 @@ struct pb_engine_params {
 	uint64_t iterations;
 	uint64_t warmup;
 	double duration_s;       /* 0 = iteration mode */
+	bool block_timed;        /* latency: --timing block (iteration mode only): the mean only */
 	uint64_t window;         /* recorded in rows; 0 = n/a */
 	uint64_t qps;            /* queue pairs per pair, recorded in rows (verbs --qps); 0 = n/a */
 	unsigned pairs;

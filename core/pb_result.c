@@ -224,6 +224,23 @@ static void pb_rows_agg_count(const struct pb_rows_sum *s, struct pb_row *agg)
 		pb_row_set_double(agg, PB_COL_duration_s, (double)(end - start) / 1e9);
 }
 
+/* Block timing: the count-weighted mean of the latency pairs' means; nothing else. */
+static void pb_rows_block_mean(const struct pb_pair_result *res, unsigned n, struct pb_stats *st)
+{
+	double sum = 0;
+
+	*st = (struct pb_stats){ .min = NAN, .max = NAN, .mean = NAN, .stdev = NAN,
+				 .p50 = NAN, .p90 = NAN, .p99 = NAN, .p999 = NAN };
+	for (unsigned i = 0; i < n; i++) {
+		if (res[i].status || !res[i].has_lat)
+			continue;
+		st->count += res[i].lat_us.count;
+		sum += res[i].lat_us.mean * (double)res[i].lat_us.count;
+	}
+	if (st->count)
+		st->mean = sum / (double)st->count;
+}
+
 int pb_result_rows(const struct pb_point_desc *pt, const struct pb_pair_result *res,
 		   unsigned n, double *pooled_us, size_t n_pooled, struct pb_row *rows)
 {
@@ -269,10 +286,15 @@ int pb_result_rows(const struct pb_point_desc *pt, const struct pb_pair_result *
 		struct pb_stats st;
 
 		pb_row_set_str(agg, PB_COL_lat_kind, pt->lat_kind);
-		if (n_pooled && pb_stats_compute(pooled_us, n_pooled, &st) == 0)
+		if (pt->block_timed) {
+			pb_rows_block_mean(res, n, &st);
 			pb_row_set_lat_stats(agg, &st);
-		else if (s.n_lat == 1)
+			pb_row_add_flag(agg, "block_timed");
+		} else if (n_pooled && pb_stats_compute(pooled_us, n_pooled, &st) == 0) {
+			pb_row_set_lat_stats(agg, &st);
+		} else if (s.n_lat == 1) {
 			pb_row_set_lat_stats(agg, &s.lat_pair->lat_us);
+		}
 	}
 	if (s.n_bw) {
 		/* The aggregate window spans only the bandwidth pairs. */
@@ -295,11 +317,15 @@ void pb_result_print_table(FILE *f, const struct pb_row *rows, unsigned n_rows, 
 		const struct pb_row *r = &rows[i];
 		const char *note = r->cell[PB_COL_error][0] ? r->cell[PB_COL_error] : r->cell[PB_COL_flags];
 
-		fprintf(f, "%-12s %-8s %10s %5s %4s %10s %10s %10s %11s %12s %6s %s\n",
+		/* A row with a mean but no percentiles (--timing block) shows its mean in the note. */
+		bool mean_only = !r->cell[PB_COL_lat_us_p50][0] && r->cell[PB_COL_lat_us_mean][0];
+
+		fprintf(f, "%-12s %-8s %10s %5s %4s %10s %10s %10s %11s %12s %6s %s%s%s%s\n",
 			r->cell[PB_COL_test], r->cell[PB_COL_variant], r->cell[PB_COL_msg_size_bytes],
 			r->cell[PB_COL_pairs], r->cell[PB_COL_pair_id], r->cell[PB_COL_lat_us_p50],
 			r->cell[PB_COL_lat_us_p99], r->cell[PB_COL_lat_us_max],
 			r->cell[PB_COL_bw_gbit_s], r->cell[PB_COL_msg_rate_per_s],
-			r->cell[PB_COL_status], note);
+			r->cell[PB_COL_status], mean_only ? "mean_us " : "",
+			mean_only ? r->cell[PB_COL_lat_us_mean] : "", mean_only && note[0] ? " " : "", note);
 	}
 }

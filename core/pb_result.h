@@ -60,6 +60,12 @@ struct pb_point_desc {
 	const char *buffers;   /* layout (pb_buffers_names); NULL or "" where the test has no choice */
 	const char *pattern;   /* traffic pattern across nodes (mpi --pattern); NULL or "" = none */
 	uint64_t qps;          /* queue pairs per pair (verbs --qps); 0 = not applicable (empty cell) */
+	/*
+	 * Latency timed per block (--timing block): pairs carry only a mean (and its count);
+	 * an aggregate's mean is the count-weighted mean of its pairs' means, and the
+	 * aggregate is flagged block_timed like the pairs.
+	 */
+	bool block_timed;
 };
 
 /* Set status, error text (printf-style) of a result. */

@@ -6,6 +6,7 @@
 
 const char *const pb_list_format_names[] = { "human", "json", "tsv", NULL };
 const char *const pb_buffers_names[] = { "fresh", "peer", NULL };
+const char *const pb_timing_names[] = { "iteration", "block", NULL };
 
 static const char *const pb_kind_names[] = { "latency", "bandwidth", "message_rate",
 					     "loaded_latency", "collective", "halo" };
@@ -53,6 +54,11 @@ static void pb_test_json(FILE *f, const struct pb_test_info *t)
 	for (const char *const *b = pb_buffers_names; t->buffers && *b; b++) {
 		fputs(b == pb_buffers_names ? "" : ", ", f);
 		pb_json_str(f, *b);
+	}
+	fputs("], \"timing\": [", f);
+	for (const char *const *m = pb_timing_names; t->block_timing && *m; m++) {
+		fputs(m == pb_timing_names ? "" : ", ", f);
+		pb_json_str(f, *m);
 	}
 	fprintf(f, "], \"bidir\": %s, \"payload\": %s, \"window\": %s, \"rooted\": %s",
 		pb_bool(t->bidir), pb_bool(t->payload), pb_bool(t->window), pb_bool(t->rooted));

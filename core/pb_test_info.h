@@ -37,6 +37,14 @@ extern const char *const pb_list_format_names[];
 enum pb_buffers { PB_BUF_FRESH, PB_BUF_PEER };
 extern const char *const pb_buffers_names[];
 
+/*
+ * Latency timing (option --timing; docs/methodology.md "Block timing").  iteration: a clock
+ * read per iteration, every statistic; block: one read at each end of the block, the mean
+ * only (IMB's and NetPIPE's method), rows flagged block_timed.  Index = enum pb_timing.
+ */
+enum pb_timing { PB_TIMING_ITERATION, PB_TIMING_BLOCK };
+extern const char *const pb_timing_names[];
+
 struct pb_test_info {
 	const char *name;
 	const char *label;             /* human, e.g. "RDMA write latency" */
@@ -47,6 +55,7 @@ struct pb_test_info {
 	bool higher_is_worse;          /* of primary_metric */
 	const char *const *variants;   /* NULL-terminated, first = default; NULL = none */
 	bool buffers;                  /* --buffers chooses its layout (pb_buffers_names) */
+	bool block_timing;             /* --timing block allowed (pb_timing_names) */
 	bool bidir;                    /* --bidir allowed */
 	bool payload;                  /* moves msg_size_bytes (false: barrier) */
 	bool window;                   /* has an outstanding window */

@@ -30,6 +30,9 @@ static const struct pb_opt mp_opts[] = {
 	{ "buffers", 0, PB_OPT_CHOICE, offsetof(struct mp_params, buffers), "fresh", 0, 0,
 	  pb_buffers_names, "LAYOUT",
 	  "latency, bw, bibw, msgrate: fresh = one buffer per rank (ping-pong) / a receive slot per outstanding message (streams); peer = separate send and receive buffers / one receive buffer per window, as OSU and IMB (docs/mpi.md)" },
+	{ "timing", 0, PB_OPT_CHOICE, offsetof(struct mp_params, timing), "iteration", 0, 0,
+	  pb_timing_names, "MODE",
+	  "latency: iteration = a clock read per iteration, every statistic; block = one read at each end of the block, the mean only, flag block_timed (IMB's and NetPIPE's method; docs/methodology.md)" },
 	{ "ack-each-window", 0, PB_OPT_FLAG, offsetof(struct mp_params, ack_each_window), NULL, 0,
 	  0, NULL, NULL,
 	  "bw, bibw: the receiver acknowledges every window, not once at the end (OSU -W / IMB Uniband loop; variant ack_each_window)" },
@@ -169,6 +172,13 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 		snprintf(err, len,
 			 "--buffers %s: --test %s has no buffer layout choice (those that have one list it under \"buffers\" in --list-tests --format json)",
 			 pb_buffers_names[p->buffers], t->info.name);
+	else if (p->timing == PB_TIMING_BLOCK && !t->info.block_timing)
+		snprintf(err, len,
+			 "--timing block: --test %s is timed per iteration only (those that allow block timing list it under \"timing\" in --list-tests --format json)",
+			 t->info.name);
+	else if (p->timing == PB_TIMING_BLOCK && p->c.duration_s > 0)
+		snprintf(err, len,
+			 "--timing block needs -n/--iterations: --duration needs a clock read per iteration to know when to stop");
 	else if (p->ack_each_window && !t->ack_choice)
 		snprintf(err, len,
 			 "--ack-each-window applies to the streaming bandwidth tests (bw, bibw), not --test %s",
@@ -266,6 +276,7 @@ static void mp_engine_params(const struct mp_ctx *ctx, const struct mp_test *t, 
 	pb_run_engine_params(&t->info, "mpi", &ctx->p->c, mp_variant(ctx->p), ctx->p->window,
 			     pairs, ep);
 	ep->buffers = t->info.buffers ? pb_buffers_names[ctx->p->buffers] : NULL;
+	ep->block_timed = ctx->p->timing == PB_TIMING_BLOCK;
 	pb_flags_run(&facts, flags, len);
 	ep->flags = flags;
 }

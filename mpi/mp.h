@@ -29,6 +29,7 @@ struct mp_params {
 	struct pb_common_params c;
 	uint64_t window;
 	int buffers;             /* enum pb_buffers (core/pb_test_info.h) */
+	int timing;              /* enum pb_timing (core/pb_test_info.h) */
 	bool ack_each_window;    /* bw, bibw: B acks every window (OSU -W / IMB Uniband loop) */
 	bool back_to_back;
 	bool root_rotate;

@@ -53,6 +53,24 @@ static void mp_pingpong_a_iters(struct mp_ctx *ctx, void *sbuf, void *rbuf, int 
 	t->done = n;
 }
 
+/* --timing block: no clock read between the two ends of the block; the mean only (the engine). */
+static void mp_pingpong_a_block(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count,
+				struct pb_timed *t)
+{
+	const uint64_t n = t->iterations;
+
+	t->start_ns = pb_clock_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		MPI_Send(sbuf, count, MPI_BYTE, ctx->peer, i + 1 == n ? MP_TAG_STOP : MP_TAG_DATA,
+			 MPI_COMM_WORLD);
+		MPI_Recv(rbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+	}
+	t->end_ns = pb_clock_now_ns();
+	t->block_lat_ns = (t->end_ns - t->start_ns) / 2;
+	t->done = n;
+}
+
 /* Duration mode: until end_by_ns; samples into the histogram. */
 static void mp_pingpong_a_duration(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count,
 				   struct pb_timed *t)
@@ -79,6 +97,8 @@ int mp_pingpong_a(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count, struct 
 {
 	if (t->end_by_ns)
 		mp_pingpong_a_duration(ctx, sbuf, rbuf, count, t);
+	else if (t->block)
+		mp_pingpong_a_block(ctx, sbuf, rbuf, count, t);
 	else
 		mp_pingpong_a_iters(ctx, sbuf, rbuf, count, t);
 	t->has_lat = true;
@@ -174,7 +194,7 @@ const struct mp_test mp_tests_latency[] = {
 	{ .info = { .name = "latency", .label = "MPI ping-pong latency",
 		    .summary = "multi-pair ping-pong (MPI_Send/MPI_Recv), half round trip, all pairs at once",
 		    .kind = PB_TK_LATENCY, .lat_kind = "half_rtt", MP_LOWER_LAT, .payload = true,
-		    .buffers = true, .min_pairs = 1 },
+		    .buffers = true, .block_timing = true, .min_pairs = 1 },
 	  .kind = MP_KIND_PAIR, .create = mp_lat_create, .destroy = mp_lat_destroy,
 	  .ops = &mp_lat_ops, .pattern_ok = true },
 	MP_TESTS_END,

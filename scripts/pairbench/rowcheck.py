@@ -101,15 +101,30 @@ def check_point(rows: Sequence[Row], info: TestInfo, layer: str, pairs: int,
     return fail
 
 
+def has_latency(r: Row) -> bool:
+    """The row measured latency: every statistic, or (flag block_timed) the mean alone."""
+    return bool(r["lat_us_p50"] or r["lat_us_mean"])
+
+
+def block_timed(r: Row) -> bool:
+    """--timing block: one clock read at each end of the block, the mean only."""
+    return BLOCK_TIMED in r["flags"].split(";")
+
+
+BLOCK_TIMED = "block_timed"
+
+
 def _check_aggregate(info: TestInfo, agg: Row, per: list[Row], pairs: int, where: str,
                      fail: Callable[[str], None], loaded_probe_here: bool) -> None:
     """An aggregate row against the pair rows it covers (all of them, or one device's)."""
-    lat = [r for r in per if r["lat_us_p50"]]
+    lat = [r for r in per if has_latency(r)]
     bw = [r for r in per if r["bw_gbit_s"]]
     if loaded_probe_here:
         _check_kind(info, agg, per, lat, bw, where, fail)
     _check_iterations(info, agg, per, lat, bw, where, fail)
-    if info.pairwise and lat:
+    if any(block_timed(r) for r in (agg, *lat)):
+        _check_block_mean(agg, lat, where, fail)
+    elif info.pairwise and lat:
         if abs(num(agg, "lat_us_min") - min(num(r, "lat_us_min") for r in lat)) > 1e-3:
             fail(f"{where}: aggregate lat_us_min is not the minimum over pairs")
         if abs(num(agg, "lat_us_max") - max(num(r, "lat_us_max") for r in lat)) > 1e-3:
@@ -183,8 +198,16 @@ def _check_row(r: Row, info: TestInfo, layer: str, pairs: int, size: int | None,
         fail(f"{where}: bandwidth above the link rate")
     if r["link_pct"] and num(r, "link_pct") > 100.0:
         fail(f"{where}: link_pct {r['link_pct']} > 100")
-    has_lat = bool(r["lat_us_p50"])
-    if has_lat:
+    if block_timed(r) and has_latency(r):
+        # The mean alone: nothing else is known of a block timed at its two ends.
+        filled = [c for c in LAT_COLUMNS if c != "lat_us_mean" and r[c]]
+        if filled:
+            fail(f"{where}: {', '.join(filled)} filled in a block-timed row (the mean only)")
+        if not num(r, "lat_us_mean") > 0:
+            fail(f"{where}: block-timed lat_us_mean {r['lat_us_mean']!r} not > 0")
+        if r["lat_kind"] != (info.lat_kind or ""):
+            fail(f"{where}: lat_kind {r['lat_kind']!r}, the table says {info.lat_kind!r}")
+    elif has_latency(r):
         lo, med, hi, mean = (num(r, c) for c in ("lat_us_min", "lat_us_p50", "lat_us_max",
                                                   "lat_us_mean"))
         # Percentiles in order; a high percentile is empty with too few samples.
@@ -229,18 +252,18 @@ def _check_kind(info: TestInfo, agg: Row, per: list[Row], lat: list[Row], bw: li
                 where: str, fail: Callable[[str], None]) -> None:
     """Which rows measure what follows from the test's kind."""
     if info.kind in LATENCY_KINDS:
-        if len(lat) != len(per) or not agg["lat_us_p50"]:
+        if len(lat) != len(per) or not has_latency(agg):
             fail(f"{where}: a {info.kind} test with rows without latency")
         if bw or agg["bw_gbit_s"]:
             fail(f"{where}: a {info.kind} test with bandwidth")
     elif info.kind in BANDWIDTH_KINDS:
         if len(bw) != len(per) or not agg["bw_gbit_s"]:
             fail(f"{where}: a {info.kind} test with rows without bandwidth")
-        if lat or agg["lat_us_p50"]:
+        if lat or has_latency(agg):
             fail(f"{where}: a {info.kind} test with latency")
     elif info.kind == LOADED_KIND:
         probe = [r for r in per if r["pair_id"] == "0"]
-        if [r["pair_id"] for r in lat] != ["0"] or not agg["lat_us_p50"]:
+        if [r["pair_id"] for r in lat] != ["0"] or not has_latency(agg):
             fail(f"{where}: latency rows {[r['pair_id'] for r in lat]}, expected the probe "
                  "(pair 0) and the aggregate")
         if sorted(r["pair_id"] for r in bw) != sorted(r["pair_id"] for r in per
@@ -290,10 +313,25 @@ def _check_aggregate_bw(agg: Row, bw: list[Row], where: str,
         fail(f"{where}: fairness {agg['fairness']!r} not in (0, 1]")
 
 
+def _check_block_mean(agg: Row, lat: list[Row], where: str, fail: Callable[[str], None]) -> None:
+    """Block timing: every latency row and the aggregate flagged, and the aggregate's mean
+    the iteration-weighted mean of the pairs' means."""
+    if not all(block_timed(r) for r in (agg, *lat)):
+        fail(f"{where}: block_timed on some latency rows of a point but not all")
+        return
+    if not lat:
+        return
+    its = [int(r["iterations"]) for r in lat]
+    want = sum(num(r, "lat_us_mean") * n for r, n in zip(lat, its, strict=True)) / sum(its)
+    if not abs(num(agg, "lat_us_mean") - want) <= 1e-6 * want + 1e-9:
+        fail(f"{where}: block-timed aggregate mean {agg['lat_us_mean']} is not the "
+             f"iteration-weighted mean of the pairs' means ({want:.9g})")
+
+
 def _check_worst_pair(info: TestInfo, agg: Row, lat: list[Row], bw: list[Row], where: str,
                       fail: Callable[[str], None]) -> None:
     """The worst pair on the aggregate row: the pair rows' own numbers, or empty cells."""
-    if info.pairwise and len(lat) >= 2:
+    if info.pairwise and len(lat) >= 2 and not block_timed(agg):
         wid = agg["worst_lat_pair_id"]
         worst = next((r for r in lat if r["pair_id"] == wid), None)
         if worst is None:

@@ -68,6 +68,9 @@ class TestInfo:
     # Buffer layouts --buffers chooses from, first = default (issue 16); () = no choice.
     # Optional in the JSON: tables printed before issue 16 have no such key.
     buffers: tuple[str, ...] = ()
+    # Latency timings --timing chooses from, first = default; () = per iteration only.
+    # Optional in the JSON: tables printed before block timing have no such key.
+    timing: tuple[str, ...] = ()
 
     @property
     def pairwise(self) -> bool:
@@ -119,7 +122,7 @@ class TestInfo:
 
 
 _STR = {"name", "label", "summary", "kind", "primary_metric", "aggregate_iterations"}
-_OPTIONAL = {"buffers"}
+_OPTIONAL = {"buffers", "timing"}
 _BOOL = {"higher_is_worse", "bidir", "payload", "window", "rooted"}
 
 
@@ -134,7 +137,7 @@ def _typed(v: Any, key: str, at: str) -> Any:
     elif key in ("fixed_size_bytes", "min_pairs"):
         ok = (v is None and key == "fixed_size_bytes") or (
             isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-    elif key in ("variants", "buffers"):
+    elif key in ("variants", "buffers", "timing"):
         ok = isinstance(v, list) and all(isinstance(x, str) for x in v)
         v = tuple(v) if ok else v
     elif key == "access":

@@ -87,8 +87,13 @@ def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> l
     bad = rowcheck.check_rows(rows, info, "mpi", pairs)
     if bad:
         raise Fail("; ".join(bad))
+    extra = getattr(a, "extra", [])
+    block = any(x == "--timing" and y == "block" for x, y in zip(extra, extra[1:]))
     for r in rows:
         where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
+        if block and not (rowcheck.block_timed(r) and r["lat_us_mean"] and not r["lat_us_p50"]):
+            raise Fail(f"{where}: --timing block, but the row is not block-timed (flags "
+                       f"{r['flags']!r}, p50 {r['lat_us_p50']!r}, mean {r['lat_us_mean']!r})")
         if r["pair_id"] != "all" and not r["host"]:
             raise Fail(f"{where}: no host")
         if r["pair_id"] != "all" and info.pairwise and not r["peer"]:
@@ -167,7 +172,10 @@ def cmd_badopt(a) -> None:
              (["--test", "barrier", "-s", "8"], 2), (["--test", "latency", "--pairs", "3"], 2),
              (["--test", "latency", "--buffers", "reuse"], 2),
              (["--test", "allreduce", "--buffers", "peer"], 2),
-             (["--test", "msgrate", "--ack-each-window"], 2)]
+             (["--test", "msgrate", "--ack-each-window"], 2),
+             (["--test", "latency", "--timing", "sometimes"], 2),
+             (["--test", "bw", "--timing", "block"], 2),
+             (["--test", "latency", "--timing", "block", "--duration", "0.2"], 2)]
     for args, want in cases:
         p = run(a, 2, args, 60)
         errs = [ln for ln in p.stderr.splitlines() if "pairbench-mpi: error:" in ln]

@@ -209,3 +209,48 @@ def test_broken_node_aggregates_are_caught(breakage: Callable, message: str) -> 
     breakage(rows)
     fails = rowcheck.check_rows(rows, bw_info(), "mpi", None, [65536])
     assert any(message in f for f in fails), fails
+
+
+LATENCY = next(t for t in TABLES["mpi"] if t.name == "latency")
+
+
+def block_point() -> list[dict[str, str]]:
+    """A --timing block latency point by the C rules: the mean alone on every row, flagged,
+    the aggregate the iteration-weighted mean of the pairs' means."""
+    rows = []
+    for pid, n, mean in (("0", 100, "2"), ("1", 300, "4"), ("all", 400, "3.5")):
+        r = dict.fromkeys(COLUMNS, "")
+        r.update(schema_version=str(SCHEMA_VERSION), layer="mpi", test="latency",
+                 msg_size_bytes="8", pairs="2", pair_id=pid, iterations=str(n), status="ok",
+                 lat_kind="half_rtt", lat_us_mean=mean, duration_s="0.001", host="h",
+                 buffers="fresh", flags="block_timed",
+                 scope="all" if pid == "all" else "pair")
+        if pid == "all":
+            r["start_skew_us"] = "0.5"
+        else:
+            r["peer"] = "h"
+        rows.append(r)
+    return rows
+
+
+def test_a_block_timed_point_passes() -> None:
+    assert LATENCY.timing == ("iteration", "block")
+    assert rowcheck.check_point(block_point(), LATENCY, "mpi", 2, 8) == []
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda rows: rows[0].update(lat_us_p50="2"), "filled in a block-timed row"),
+    (lambda rows: rows[2].update(lat_us_mean="3"), "iteration-weighted mean"),
+    # an unflagged row with the mean alone is a latency row with its statistics missing
+    (lambda rows: rows[1].update(flags=""), "latency not 0 < min"),
+    # a pair timed per iteration among block-timed ones: not one point
+    (lambda rows: rows[1].update(flags="", lat_us_min="3.9", lat_us_p50="4", lat_us_max="4.1"),
+     "block_timed on some latency rows"),
+    (lambda rows: rows[2].update(worst_lat_pair_id="1"), "worst-latency columns filled"),
+    (lambda rows: rows[0].update(lat_us_mean="0"), "not > 0"),
+])
+def test_broken_block_timed_rows_are_caught(edit: Callable, needle: str) -> None:
+    rows = block_point()
+    edit(rows)
+    bad = rowcheck.check_point(rows, LATENCY, "mpi", 2, 8)
+    assert any(needle in m for m in bad), bad

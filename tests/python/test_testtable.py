@@ -23,7 +23,8 @@ PACKAGE = REPO / "scripts" / "pairbench"
 BINARIES = {"verbs": "pairbench-verbs", "mpi": "pairbench-mpi"}
 CONTRACT_KEYS = {"name", "label", "summary", "kind", "lat_kind", "primary_metric",
                  "higher_is_worse", "variants", "bidir", "payload", "window", "rooted",
-                 "fixed_size_bytes", "min_pairs", "aggregate_iterations", "access", "buffers"}
+                 "fixed_size_bytes", "min_pairs", "aggregate_iterations", "access", "buffers",
+                 "timing"}
 
 
 def all_names() -> set[str]:

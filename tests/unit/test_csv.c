@@ -90,7 +90,7 @@ static struct pb_pair_result bw_pair(unsigned id, uint64_t start, uint64_t end, 
 /* Aggregate = sum of bytes over the global window, never a sum of per-pair rates. */
 static void test_aggregate_window(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 2, 100.0, false, "fresh", NULL, 0 };
+	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 2, 100.0, false, "fresh", NULL, 0, false };
 	struct pb_pair_result res[2] = {
 		bw_pair(0, 0, 1000000, 1000000),       /* 1 MB in 1 ms  = 8 Gbit/s */
 		bw_pair(1, 1000000, 2000000, 1000000), /* 1 MB in the next ms, no overlap */
@@ -136,7 +136,7 @@ static void test_aggregate_window(void)
 
 static void test_error_rows(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 64, 2, 0, false, NULL, NULL, 0 };
+	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 64, 2, 0, false, NULL, NULL, 0, false };
 	struct pb_pair_result res[2] = { { .pair_id = 0, .has_lat = 1, .cpu = -1, .numa_node = -1 },
 					 { .pair_id = 1, .cpu = -1, .numa_node = -1 } };
 	struct pb_row rows[3];
@@ -202,7 +202,7 @@ static struct pb_pair_result lat_pair(unsigned id, double p50, double p99, uint6
 /* The worst pair is visible on the aggregate row; empty where it does not apply. */
 static void test_worst_pair(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 8, 4, 0, false, NULL, NULL, 0 };
+	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 8, 4, 0, false, NULL, NULL, 0, false };
 	struct pb_pair_result res[4] = { lat_pair(0, 2.0, 3.0, 100), lat_pair(1, 2.1, 3.1, 100),
 					 lat_pair(2, 4.2, 6.5, 100), lat_pair(3, 2.0, 9.0, 100) };
 	double pooled[4] = { 2.0, 2.1, 4.2, 2.0 };
@@ -237,10 +237,44 @@ static void test_worst_pair(void)
 	CHECK_STR(rows[4].cell[PB_COL_iterations], "100");
 }
 
+/* --timing block: pairs carry a mean and its count only; the aggregate is their count-weighted
+ * mean, flagged, every other statistic empty (not a percentile of means). */
+static void test_block_timed(void)
+{
+	struct pb_point_desc pt = { "mpi", "latency", NULL, "half_rtt", 8, 3, 0, false, "peer", NULL, 0, true };
+	struct pb_pair_result res[3] = { lat_pair(0, 2.0, 3.0, 100), lat_pair(1, 2.0, 3.0, 300),
+					 lat_pair(2, 9.0, 9.0, 50) };
+	struct pb_row rows[4];
+
+	for (unsigned i = 0; i < 3; i++) {
+		struct pb_stats *st = &res[i].lat_us;
+
+		st->count = res[i].iterations;
+		st->min = st->max = st->stdev = st->p50 = st->p90 = st->p99 = st->p999 = NAN;
+	}
+	res[0].lat_us.mean = 2.0;
+	res[1].lat_us.mean = 4.0;
+	res[2].status = -ETIMEDOUT; /* a failed pair: the aggregate is an error row */
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 3, NULL, 0, rows), 0);
+	CHECK_STR(rows[3].cell[PB_COL_status], "error");
+	res[2].status = 0;
+	res[2].has_lat = false; /* not a latency pair (loaded_lat's loaders): left out */
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 3, NULL, 0, rows), 0);
+	CHECK_STR(rows[3].cell[PB_COL_lat_us_mean], "3.5"); /* (2 x 100 + 4 x 300) / 400 */
+	CHECK_STR(rows[3].cell[PB_COL_lat_us_p50], "");
+	CHECK_STR(rows[3].cell[PB_COL_lat_us_min], "");
+	CHECK_STR(rows[3].cell[PB_COL_lat_us_max], "");
+	CHECK_STR(rows[3].cell[PB_COL_lat_us_stdev], "");
+	CHECK_STR(rows[3].cell[PB_COL_worst_lat_pair_id], ""); /* no p50 to rank pairs by */
+	CHECK(strstr(rows[3].cell[PB_COL_flags], "block_timed") != NULL);
+	CHECK_STR(rows[0].cell[PB_COL_lat_us_mean], "2");
+	CHECK_STR(rows[0].cell[PB_COL_lat_us_p50], "");
+}
+
 /* Bandwidth: the slowest pair and its share of the mean pair. */
 static void test_min_pair_bw(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 4, 0, false, NULL, NULL, 0 };
+	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 4, 0, false, NULL, NULL, 0, false };
 	struct pb_pair_result res[4] = {
 		bw_pair(0, 0, 1000000, 1000000),   /* 8 Gbit/s */
 		bw_pair(1, 0, 1000000, 1000000),   /* 8 */
@@ -265,7 +299,7 @@ static void test_min_pair_bw(void)
  */
 static void test_loaded_aggregate(void)
 {
-	struct pb_point_desc pt = { "mpi", "loaded_lat", NULL, "half_rtt", 1000, 3, 0, false, NULL, NULL, 0 };
+	struct pb_point_desc pt = { "mpi", "loaded_lat", NULL, "half_rtt", 1000, 3, 0, false, NULL, NULL, 0, false };
 	struct pb_pair_result res[3] = {
 		lat_pair(0, 5.0, 7.0, 1000),
 		bw_pair(1, 100, 1000100, 1000000),
@@ -290,6 +324,7 @@ int main(void)
 {
 	test_precision();
 	test_worst_pair();
+	test_block_timed();
 	test_min_pair_bw();
 	test_loaded_aggregate();
 	test_header_and_row();
