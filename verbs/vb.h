@@ -168,11 +168,24 @@ struct vb_shared {
 
 /* Ctrl words of a worker (in their own MR; the peer writes them). */
 struct vb_ctrl {
-	volatile uint64_t in[4];  /* [0] sync step, [1] peer's progress word (peek), [2] stream done word */
+	/* [0] sync step, [1] peer's progress word (peek), [2] and [3] stream done words (vb_done_word) */
+	volatile uint64_t in[4];
 	uint64_t out[4];          /* local sources of ctrl writes; [1] our progress word, read by the peer */
 };
 
 #define VB_DONE_SHIFT 40
+
+/*
+ * The ctrl word that says "stream s is done" ((s << VB_DONE_SHIFT) | count): streams
+ * alternate between two words.  Between two pair syncs a side runs two streams (warm-up,
+ * timed), and across nodes nothing holds the initiator back between them: it may end
+ * stream s + 1 before the target has seen the end of s, and with one word it would
+ * overwrite it (the target then waits for it until --timeout).
+ */
+static inline unsigned vb_done_index(uint64_t stream)
+{
+	return 2 + (unsigned)(stream & 1);
+}
 #define VB_WRID_CTRL (~0ull)
 #define VB_WRID_RECV (~0ull - 1)
 #define VB_WRID_PEEK (~0ull - 2)
@@ -303,8 +316,9 @@ extern volatile sig_atomic_t vb_interrupted;
 /* Fault injection for the fault tests (PAIRBENCH_FAULT=PHASE:SIGNAL:MEMBER, docs/failure-modes.md). */
 enum vb_phase { VB_PHASE_CONNECT, VB_PHASE_FINAL };
 void vb_fault_point(const struct vb_worker *w, enum vb_phase phase);
-/* PAIRBENCH_FAULT=latecqe: a ctrl write's completion comes after the peer's next message (vb_qp.c). */
-bool vb_fault_late_ctrl_cqe(void);
+/* Faults without a signal (PAIRBENCH_FAULT=latecqe|latedone; vb_main.c): is f the one asked for? */
+enum vb_fault { VB_FAULT_LATE_CQE, VB_FAULT_LATE_DONE, VB_FAULT_NONE };
+bool vb_fault_on(enum vb_fault f);
 
 /*
  * vb_dev.c: run in the probe child (verbs allowed there).  Finds and queries

@@ -41,25 +41,34 @@ void vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
 }
 
 /*
- * PAIRBENCH_FAULT=latecqe: every ctrl write of a server (pair sync, end of
- * stream; not the final sync) is posted unsignalled and, 2 ms later,
- * followed by a signalled empty write, whose completion is the one reaped.  The peer sees our word land and sends
- * its next message in those 2 ms, so its receive completion precedes ours
- * in the CQ: the ordering a loaded machine produces now and then, made
- * certain for the tests (docs/failure-modes.md).
+ * Faults without a signal, PAIRBENCH_FAULT=NAME: orderings a loaded machine
+ * produces now and then, made certain for the tests (docs/failure-modes.md).
+ *   latecqe   every ctrl write of a server (pair sync, end of stream; not the
+ *             final sync) is posted unsignalled and, 2 ms later, followed by a
+ *             signalled empty write, whose completion is the one reaped: the
+ *             peer sees our word land and sends its next message in those 2 ms,
+ *             so its receive completion precedes ours in the CQ
+ *   latedone  a server sleeps 300 ms before its first look at the end of a
+ *             stream: across nodes the client then ends its next stream too
  */
-bool vb_fault_late_ctrl_cqe(void)
+bool vb_fault_on(enum vb_fault f)
 {
+	static const char *const names[] = { "latecqe", "latedone" };
+	static const char *const what[] = { "ctrl write completions come 2 ms late",
+					    "servers look at the end of a stream 300 ms late" };
 	static int on = -1;
 
 	if (on < 0) {
-		const char *f = getenv("PAIRBENCH_FAULT");
+		const char *e = getenv("PAIRBENCH_FAULT");
 
-		on = f && !strcmp(f, "latecqe");
-		if (on)
-			pb_log_warn("fault injection: PAIRBENCH_FAULT=latecqe: ctrl write completions come 2 ms late");
+		on = (int)VB_FAULT_NONE;
+		for (int i = 0; e && i < (int)VB_FAULT_NONE; i++)
+			if (!strcmp(e, names[i])) {
+				on = i;
+				pb_log_warn("fault injection: PAIRBENCH_FAULT=%s: %s", names[i], what[i]);
+			}
 	}
-	return on;
+	return on == (int)f;
 }
 
 static const char *const vb_atomic_variants[] = { "fadd", "cswap", NULL };

@@ -287,7 +287,7 @@ int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value)
 	/* The test hook (PAIRBENCH_FAULT=latecqe), on the server (the receiving side of the send
 	 * tests): the completion we reap is an empty write's, posted 2 ms later.  Not in the
 	 * final sync: the peer may be gone by then. */
-	bool late = vb_fault_late_ctrl_cqe() && w->side == VB_SERVER && !w->closing;
+	bool late = vb_fault_on(VB_FAULT_LATE_CQE) && w->side == VB_SERVER && !w->closing;
 
 	if (late)
 		wr.send_flags = 0;
@@ -343,13 +343,15 @@ int vb_ctrl_sync(struct vb_worker *w)
 
 int vb_stream_signal(struct vb_worker *w, uint64_t count)
 {
-	return vb_ctrl_write(w, 2, (w->stream_no << VB_DONE_SHIFT) | count);
+	return vb_ctrl_write(w, vb_done_index(w->stream_no), (w->stream_no << VB_DONE_SHIFT) | count);
 }
 
 /*
  * Wait for the peer's "stream done" word of the current stream; for SEND
  * also until every announced message was received (receives are reposted).
- * *recvd counts receive completions of this stream.
+ * *recvd counts receive completions of this stream.  Receives beyond its
+ * count are the peer's next stream's (across nodes it may already be
+ * sending it): they go to w->stray_recvs, which that stream's wait counts.
  */
 int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, uint64_t max_nap_ns)
 {
@@ -360,16 +362,23 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, u
 	int rc;
 
 	/* Sends: the receives are the progress.  Otherwise the peer's pace (group, peek). */
+	if (vb_fault_on(VB_FAULT_LATE_DONE) && w->side == VB_SERVER)
+		nanosleep(&(struct timespec){ .tv_nsec = 300000000 }, NULL);
 	vb_watch_start(w, &wt, "the peer's end of stream", !sends);
 	*recvd += w->stray_recvs;  /* receives a ctrl write's reap took for us */
 	w->stray_recvs = 0;
 	for (;;) {
-		uint64_t word = w->ctrl->in[2];
+		uint64_t word = w->ctrl->in[vb_done_index(w->stream_no)];
 
 		if ((word >> VB_DONE_SHIFT) == (w->stream_no & ((1ull << (64 - VB_DONE_SHIFT)) - 1))) {
 			*count = word & ((1ull << VB_DONE_SHIFT) - 1);
-			if (!sends || *recvd >= *count)
+			if (!sends)
 				return vb_watch_end(w, &wt);
+			if (*recvd >= *count) {
+				w->stray_recvs += *recvd - *count; /* the next stream's */
+				*recvd = *count;
+				return vb_watch_end(w, &wt);
+			}
 		}
 		if (sends) {
 			int ne = ibv_poll_cq(w->cq, 16, wc);

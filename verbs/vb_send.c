@@ -93,7 +93,7 @@ static int vb_send_serve_stream(struct vb_worker *w)
 					return rc;
 			continue;
 		}
-		if ((w->ctrl->in[2] >> VB_DONE_SHIFT) == want)
+		if ((w->ctrl->in[vb_done_index(want)] >> VB_DONE_SHIFT) == want)
 			return vb_reap_pending(w);
 		if ((rc = vb_watch_spin(w, &s, "the client's ping send")))
 			return rc;

@@ -82,7 +82,7 @@ static int vb_write_serve_stream(struct vb_worker *w)
 		uint8_t seq = VB_SEQ_NEXT(w->seq);
 
 		while (*rx_last != seq) {
-			if ((w->ctrl->in[2] >> VB_DONE_SHIFT) == want)
+			if ((w->ctrl->in[vb_done_index(want)] >> VB_DONE_SHIFT) == want)
 				return vb_reap_pending(w);
 			if ((rc = vb_watch_spin(w, &s, "the client's ping write")))
 				return rc;
