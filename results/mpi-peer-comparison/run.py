@@ -57,6 +57,8 @@ def jobs(a: argparse.Namespace, lens: dict[str, str]) -> dict[str, list[str]]:
             "-n", str(BW_WINDOWS * WINDOW), "-w", str(BW_WARM_WINDOWS * WINDOW),
             "--window", str(WINDOW), "--buffers", layout, "-q")
     out["pb_bw_peer_ackwin"] = [*out["pb_bw_peer"], "--ack-each-window"]
+    # IMB's and NetPIPE's timing: one clock read at each end of the block, the mean only.
+    out["pb_latency_peer_block"] = [*out["pb_latency_peer"], "--timing", "block"]
     for style in ("barrier", "b2b"):
         out[f"pb_allreduce_{style}"] = mpirun(
             pb, "--test", "allreduce", "-s", ",".join(map(str, AR_SIZES)), "-n", str(AR_ITERS),
