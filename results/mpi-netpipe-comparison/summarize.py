@@ -11,7 +11,7 @@ raw, runs = Path(sys.argv[1]), int(sys.argv[2])
 def np_val(name: str) -> tuple[float, float]:
     """NetPIPE output line: bytes, Mbps (10^6 bit/s), seconds (one-way time)."""
     f = raw / name
-    b, mbps, sec = f.read_text().split()[:3]
+    _bytes, mbps, sec = f.read_text().split()[:3]
     return float(mbps) / 1e3, float(sec) * 1e6  # Gbit/s, µs
 
 

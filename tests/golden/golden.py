@@ -99,7 +99,8 @@ def normalise(text: str) -> list[list[str]]:
         raise Fail(f"columns this script does not classify: {unknown}")
     out = []
     for r in rows:
-        flags = ";".join(f for f in r["flags"].split(";") if f and f not in MEASURED_FLAGS | MACHINE_FLAGS)
+        ignored = MEASURED_FLAGS | MACHINE_FLAGS
+        flags = ";".join(f for f in r["flags"].split(";") if f and f not in ignored)
         kept = [flags if c == "flags" else r[c] for c in KEPT]
         # link_pct is empty where the device's link rate is nominal or unknown (flags
         # link_rate_nominal/_unknown, a property of the machine): there it reads as present
@@ -110,7 +111,7 @@ def normalise(text: str) -> list[list[str]]:
                            for c in MEASURED])
     mask_loading(out)
     out.sort()
-    return [list(KEPT + MEASURED)] + out
+    return [list(KEPT + MEASURED), *out]
 
 
 def render(table: list[list[str]]) -> str:
@@ -127,8 +128,8 @@ def diff(golden: str, got: str) -> list[str]:
     out = []
     if len(g) != len(n):
         out.append(f"{len(g) - 1} golden rows, {len(n) - 1} now")
-    for i, (a, b) in enumerate(zip(g[1:], n[1:]), start=1):
-        for col, x, y in zip(g[0], a, b):
+    for i, (a, b) in enumerate(zip(g[1:], n[1:], strict=False), start=1):
+        for col, x, y in zip(g[0], a, b, strict=False):
             if x != y:
                 out.append(f"row {i} ({' '.join(a[2:7])}): {col} golden {x!r}, now {y!r}")
     return out
@@ -147,9 +148,9 @@ def run_cases(cmds: list[list[str]], env: dict, d: str) -> str:
     header, body = None, []
     for i, cmd in enumerate(cmds):
         out = os.path.join(d, f"{i}.csv")
-        print("+ " + " ".join(cmd + ["-o", out]), file=sys.stderr)
+        print("+ " + " ".join([*cmd, "-o", out]), file=sys.stderr)
         try:
-            p = subprocess.run(cmd + ["-o", out], capture_output=True, text=True, timeout=240,
+            p = subprocess.run([*cmd, "-o", out], capture_output=True, text=True, timeout=240,
                                env=env)
         except subprocess.TimeoutExpired as e:
             raise Fail(f"timed out: {' '.join(cmd)}") from e
@@ -161,12 +162,12 @@ def run_cases(cmds: list[list[str]], env: dict, d: str) -> str:
         if lines[0] != header:
             raise Fail("CSV headers differ between runs")
         body += lines[1:]
-    return "\n".join([header] + body) + "\n"
+    return "\n".join([header, *body]) + "\n"
 
 
 def mpi_cmds(binary: str) -> list[list[str]]:
     common = ["-n", "20", "-w", "2", "--timeout", "60", "--allow-oversubscribe", "-q"]
-    return [["mpirun", "--oversubscribe", "-np", str(np_), binary] + common + args
+    return [["mpirun", "--oversubscribe", "-np", str(np_), binary, *common, *args]
             for np_, args in MPI_CASES]
 
 
@@ -174,7 +175,7 @@ def verbs_cmds(binary: str) -> list[list[str]]:
     dev = os.environ.get("PB_RDMA_DEVICE", "")
     common = ["-d", dev, "--timeout", "30", "--allow-oversubscribe", "--pin", "compact", "-q",
               "--loopback", "-n", "20", "-w", "3"]
-    return [[binary] + common + ["--pairs", str(p)] + args for p, args in VERBS_CASES]
+    return [[binary, *common, "--pairs", str(p), *args] for p, args in VERBS_CASES]
 
 
 def main() -> int:

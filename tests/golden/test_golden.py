@@ -9,7 +9,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import golden  # noqa: E402
+import golden
 
 COLS = list(golden.KEPT + golden.MEASURED + golden.MACHINE)
 
@@ -51,19 +51,19 @@ class GoldenTest(unittest.TestCase):
 
     def test_machine_flags_ignored_others_kept(self) -> None:
         machine = "oversubscribed;emulated_device;link_rate_nominal"
-        self.assertEqual(differs(BASE, [row(flags=machine)] + BASE[1:]), [])
-        bad = differs(BASE, [row(flags="probe;" + machine)] + BASE[1:])
+        self.assertEqual(differs(BASE, [row(flags=machine), *BASE[1:]]), [])
+        bad = differs(BASE, [row(flags="probe;" + machine), *BASE[1:]])
         self.assertTrue(any("flags" in b for b in bad), bad)
 
     def test_kept_column_change_found(self) -> None:
         for col, val in (("iterations", "21"), ("window", "64"), ("lat_kind", "op"),
                          ("variant", "cswap"), ("flags", "probe"), ("status", "error")):
             with self.subTest(col=col):
-                bad = differs(BASE, [row(**{col: val})] + BASE[1:])
+                bad = differs(BASE, [row(**{col: val}), *BASE[1:]])
                 self.assertTrue(any(col in b for b in bad), bad)
 
     def test_measured_cell_emptied_found(self) -> None:
-        bad = differs(BASE, [row(lat_us_p90="")] + BASE[1:])
+        bad = differs(BASE, [row(lat_us_p90=""), *BASE[1:]])
         self.assertTrue(bad and "lat_us_p90" in bad[0], bad)
 
     def test_missing_row_found(self) -> None:
@@ -82,7 +82,7 @@ class GoldenTest(unittest.TestCase):
     def test_unknown_column_refused(self) -> None:
         rows = [dict(r, new_col="x") for r in BASE]
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=COLS + ["new_col"], lineterminator="\n")
+        w = csv.DictWriter(buf, fieldnames=[*COLS, "new_col"], lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
         with self.assertRaises(golden.Fail):

@@ -25,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # mpi_env, also under python3 -I
 
+import itertools
+
 from mpi_env import env_for_mpi, shm_segments
 
 from pairbench import rowcheck, testtable
@@ -57,7 +59,7 @@ def launcher(a, np_: int) -> list:
 
 
 def run(a, np_: int, args: list, timeout: float) -> subprocess.CompletedProcess:
-    cmd = launcher(a, np_) + [a.bin] + args
+    cmd = [*launcher(a, np_), a.bin, *args]
     print("+ " + " ".join(cmd), file=sys.stderr)
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
@@ -88,7 +90,7 @@ def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> l
     if bad:
         raise Fail("; ".join(bad))
     extra = getattr(a, "extra", [])
-    block = any(x == "--timing" and y == "block" for x, y in zip(extra, extra[1:]))
+    block = any(x == "--timing" and y == "block" for x, y in itertools.pairwise(extra))
     for r in rows:
         where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
         if block and not (rowcheck.block_timed(r) and r["lat_us_mean"] and not r["lat_us_p50"]):
@@ -135,8 +137,9 @@ def check_pairing(env: dict, test: str, pairs: int, cross: bool) -> None:
         if r["node"] != 0:
             raise Fail(f"pair {r['pair']}: measuring side not on node 0")
         if cross != (b["node"] != r["node"]):
+            where = "cross" if cross else "intra"
             raise Fail(f"pair {r['pair']}: rank {r['rank']} node {r['node']} <-> rank "
-                       f"{b['rank']} node {b['node']}: expected {'cross' if cross else 'intra'}-node")
+                       f"{b['rank']} node {b['node']}: expected {where}-node")
 
 
 def cmd_run(a) -> None:
@@ -210,9 +213,8 @@ def cmd_fault(a) -> None:
     with tempfile.TemporaryDirectory(prefix="pb-mpi-") as d:
         marker = os.path.join(d, "rows.csv")
         deadline = 5.0
-        cmd = launcher(a, 2) + [a.bin, "--test", "latency", "-s", "8", "-n", "1000000000", "-w",
-                                "0", "--timeout", str(deadline), "-o", marker,
-                                "--allow-oversubscribe"]
+        cmd = [*launcher(a, 2), a.bin, "--test", "latency", "-s", "8", "-n", "1000000000",
+               "-w", "0", "--timeout", str(deadline), "-o", marker, "--allow-oversubscribe"]
         before = shm_segments()
         print("+ " + " ".join(cmd), file=sys.stderr)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -236,7 +238,7 @@ def cmd_fault(a) -> None:
             proc.kill()
             if a.mode == "hang":
                 os.kill(victim, signal.SIGKILL)
-            raise Fail(f"{a.mode}: the job did not end within {deadline + 25} s")
+            raise Fail(f"{a.mode}: the job did not end within {deadline + 25} s") from None
         took = time.monotonic() - t0
         if a.mode == "hang" and os.path.exists(f"/proc/{victim}"):
             os.kill(victim, signal.SIGKILL)
@@ -247,11 +249,13 @@ def cmd_fault(a) -> None:
             raise Fail("hang: no watchdog message")
         time.sleep(0.5)
         check_no_leak(before)
-    print(f"ok: {a.mode} of rank pid {victim}: job ended with exit {proc.returncode} in {took:.1f} s")
+    print(f"ok: {a.mode} of rank pid {victim}: job ended with exit {proc.returncode} "
+          f"in {took:.1f} s")
 
 
 def cmd_b2b(a) -> None:
-    """Slow link: back-to-back (IMB) timing of rotating-root bcast reports less than with a barrier."""
+    """Slow link: back-to-back (IMB) timing of rotating-root bcast reports less than with a
+    barrier."""
     res = {}
     for variant in ("", "--back-to-back"):
         args = ["--test", "bcast", "--root-rotate", "-s", "8", "-n", "40", "-w", "5", "--pin",
@@ -259,7 +263,7 @@ def cmd_b2b(a) -> None:
         p = run(a, 4, args, a.timeout)
         if p.returncode != 0:
             raise Fail(f"bcast {variant}: exit {p.returncode}\n{p.stderr}")
-        agg = [r for r in csv.DictReader(io.StringIO(p.stdout)) if r["pair_id"] == "all"][0]
+        agg = next(r for r in csv.DictReader(io.StringIO(p.stdout)) if r["pair_id"] == "all")
         res[variant or "barrier"] = agg
     sync = float(res["barrier"]["lat_us_p50"])
     imb = float(res["--back-to-back"]["lat_us_max"])

@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mpi_env import env_for_mpi  # noqa: E402
+from mpi_env import env_for_mpi
 
-from pairbench import rowcheck, testtable  # noqa: E402
+from pairbench import rowcheck, testtable
 
 SKIP = 77
 TABLE = testtable.load_snapshot()["mpi"]

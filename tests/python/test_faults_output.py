@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from faultlib import read_only_directory, stderr_lines, temp_files
 
 from conftest import REPO, SCRIPTS, assert_clean_error, cli
-from faultlib import read_only_directory, stderr_lines, temp_files
 
 SPEC = REPO / "examples" / "accept-spec.toml"
 # Generous: the bound proves "no hang", it is not a benchmark.

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from conftest import FAKE, REPO, SCRIPTS, assert_clean_error, cli, sweep
 from faultlib import (
     MPI_BIN,
     leaked_shm,
@@ -34,6 +32,8 @@ from faultlib import (
     shm_segments,
     stderr_lines,
 )
+
+from conftest import FAKE, REPO, SCRIPTS, assert_clean_error, cli, sweep
 from pairbench.collect import last_line
 from pairbench.schema import load_run
 

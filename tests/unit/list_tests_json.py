@@ -16,7 +16,8 @@ KINDS = {"latency", "bandwidth", "message_rate", "loaded_latency", "collective",
 LAT_KINDS = {"half_rtt", "full_rtt", "op", None}
 METRICS = {"lat_us_p50", "bw_gbit_s", "msg_rate_per_s"}
 REQUIRED = {"name": str, "label": str, "summary": str, "kind": str, "primary_metric": str,
-            "higher_is_worse": bool, "variants": list, "buffers": list, "bidir": bool, "payload": bool,
+            "higher_is_worse": bool, "variants": list, "buffers": list, "bidir": bool,
+            "payload": bool,
             "window": bool, "rooted": bool, "min_pairs": int, "aggregate_iterations": str,
             "access": dict}
 

@@ -47,15 +47,17 @@ def main() -> int:
     if not failures:
         sizes = [int(s) for s in a.sizes.split(",")]
         failures = rowcheck.check_rows(rows, info, "verbs", a.pairs, sizes)
-        failures += [f"row {i + 2} (pair {r['pair_id']}, {r['msg_size_bytes']} B): qps {r.get('qps')!r}, "
-                     f"expected '{a.qps}'" for i, r in enumerate(rows) if r.get("qps") != str(a.qps)]
+        failures += [f"row {i + 2} (pair {r['pair_id']}, {r['msg_size_bytes']} B): "
+                     f"qps {r.get('qps')!r}, expected '{a.qps}'"
+                     for i, r in enumerate(rows) if r.get("qps") != str(a.qps)]
         want = (a.buffers or info.default_buffers) if info.buffers else ""
         failures += [f"row {i + 2}: buffers {r['buffers']!r}, the run asked for {want!r}"
                      for i, r in enumerate(rows) if r["buffers"] != want]
     for msg in failures:
         print(f"check_rows: FAIL: {msg}", file=sys.stderr)
     if not failures:
-        print(f"check_rows: {a.test} pairs={a.pairs} sizes={a.sizes} qps={a.qps}: {len(rows)} rows OK",
+        print(f"check_rows: {a.test} pairs={a.pairs} sizes={a.sizes} qps={a.qps}: "
+              f"{len(rows)} rows OK",
               file=sys.stderr)
     return 1 if failures else 0
 
