@@ -24,6 +24,7 @@ import pandas as pd
 from pairbench import testtable, tomlschema
 from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows, point_label, test_label
 from pairbench.errors import UsageError
+from pairbench.flags import has_flag
 from pairbench.safeio import write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label
@@ -46,6 +47,10 @@ DEFAULT_METRICS = ["lat_us_p50", "lat_us_p99", "bw_gbit_s", "msg_rate_per_s",
                    "worst_lat_us_p50", "min_pair_bw_gbit_s"]
 DEFAULT_RELATIVE = {"lat_us_p99": 0.15, "lat_us_p999": 0.25, "lat_us_max": 0.5}
 DEFAULT_REL = 0.05
+# A point timed as blocks (pairbench-mpi --timing block, flag block_timed) has one latency
+# statistic, the mean: by default it is compared on that alone (docs/mpi.md, Block timing).
+BLOCK_TIMED = "block_timed"
+BLOCK_METRICS = ["lat_us_mean"]
 
 
 @dataclass
@@ -158,7 +163,13 @@ def point_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     keys, feats = [], []
     for key in sorted(common, key=lambda k: (k[0], k[1], k[2], k[4], k[3])):
         b, n = gb[key], gn[key]
-        for metric in wanted:
+        tb, tn = timing_of(b), timing_of(n)
+        if tb != tn:
+            continue  # a 'not comparable' row from _timing_rows says why
+        here = wanted
+        if tb == "block" and not (metrics or th.metrics):
+            here = BLOCK_METRICS
+        for metric in here:
             if metric not in b.columns or metric not in n.columns:
                 continue
             vb = b[metric].dropna().to_numpy(dtype=float)
@@ -169,8 +180,25 @@ def point_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
             feats.append(Feature(metric, vb, vn, METRICS[metric].higher_is_worse,
                                  th.rel(metric), th.abs(metric)))
     if not feats:
-        raise UsageError(f"the common points have no values for metrics {', '.join(wanted)}")
+        block = " (block-timed points: lat_us_mean)" if any(
+            timing_of(gb[k]) == "block" for k in common) else ""
+        raise UsageError(f"the common points have no values for metrics {', '.join(wanted)}"
+                         f"{block}")
     return keys, feats
+
+
+def timing_of(rows: pd.DataFrame) -> str:
+    """How a point's rows were timed: 'block' (every row flagged block_timed), 'iteration'
+    (none) or 'mixed' (a run that should not exist; never compared)."""
+    block = has_flag(rows, BLOCK_TIMED) if "flags" in rows.columns else pd.Series(False)
+    if len(rows) and bool(block.all()):
+        return "block"
+    return "mixed" if bool(block.any()) else "iteration"
+
+
+TIMING_NOTE = ("timing methods differ (base {b}, new {n}): a block's mean and per-iteration "
+               "samples are different measurements; rerun with the same --timing "
+               "(docs/mpi.md, Block timing)")
 
 
 LAYOUT_NOTE = ("buffer layouts differ (base {b}, new {n}): a ratio would measure the layout, "
@@ -245,14 +273,47 @@ def _layout_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> li
     return rows
 
 
+def _timing_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> list[dict]:
+    """A not-comparable row per metric with values on both sides of every common point
+    whose two runs timed it differently (block vs per-iteration, or mixed)."""
+    ab, an = _keyed(base), _keyed(new)
+    gb = dict(list(ab.groupby(POINT_KEY)))
+    gn = dict(list(an.groupby(POINT_KEY)))
+    rows = []
+    for key in sorted(gb.keys() & gn.keys(), key=lambda k: (k[0], k[1], k[2], k[4], k[3])):
+        b, n = gb[key], gn[key]
+        tb, tn = timing_of(b), timing_of(n)
+        if tb == tn:
+            continue
+        note = TIMING_NOTE.format(b=tb, n=tn)
+        for metric in dict.fromkeys([*wanted, *BLOCK_METRICS]):
+            if metric not in b.columns or metric not in n.columns:
+                continue
+            vb, vn = b[metric].dropna(), n[metric].dropna()
+            if vb.empty or vn.empty:
+                continue
+            rows.append({**dict(zip(POINT_KEY, key, strict=True)), "metric": metric,
+                         "unit": METRICS[metric].unit, "base": float(vb.median()),
+                         "new": float(vn.median()), "ratio": math.nan, "change_pct": math.nan,
+                         "n_base": len(vb), "n_new": len(vn), "ci_low": math.nan,
+                         "ci_high": math.nan, "rel_threshold": math.nan,
+                         "abs_threshold": math.nan, "threshold": math.nan,
+                         "noise_cv": math.nan, "df": math.nan, "p_value": math.nan,
+                         "q_value": math.nan, "verdict": NOT_COMPARABLE, "evidence": note,
+                         "reps_needed": 0, "note": note})
+    return rows
+
+
 def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
                    metrics: list[str] | None = None) -> pd.DataFrame:
     """One row per (point, metric) present in both runs, with the verdict of the whole
     comparison (pairbench.verdict); the fitted priors are in `.attrs["priors"]`.  Points
     that differ only in their buffer layout get a row each with verdict 'not comparable'
-    and the reason (they are left out of the tested family)."""
+    and the reason (they are left out of the tested family), and so do points the two
+    runs timed differently (--timing block vs per iteration).  Block-timed points are
+    compared on lat_us_mean unless metrics are named."""
     wanted = metrics or th.metrics or DEFAULT_METRICS
-    layout_rows = _layout_rows(base, new, wanted)
+    layout_rows = _layout_rows(base, new, wanted) + _timing_rows(base, new, wanted)
     try:
         keys, feats = point_features(base, new, th, metrics)
     except UsageError:
@@ -281,7 +342,11 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     out.attrs["family"] = res.family if res else 0
     out.attrs["fdr"] = res.alpha if res else 1.0 - th.confidence
     out.attrs["layout_mismatches"] = sorted({(r["test"], r["variant"], r["msg_size_bytes"],
-                                              r["pairs"], r["buffers"]) for r in layout_rows})
+                                              r["pairs"], r["buffers"]) for r in layout_rows
+                                             if "|" in str(r["buffers"])})
+    out.attrs["timing_mismatches"] = sorted({(r["test"], r["variant"], r["msg_size_bytes"],
+                                              r["pairs"], r["note"]) for r in layout_rows
+                                             if r["note"].startswith("timing")})
     return out
 
 
@@ -499,6 +564,10 @@ def run_compare(ns: argparse.Namespace) -> int:
         print(f"compare: warning: {test}{' ' + variant if variant else ''} at "
               f"{size_label(int(size))}, {int(pairs)} pair(s): {LAYOUT_NOTE.format(b=b, n=n)}: "
               "not comparable", file=sys.stderr)
+    for test, variant, size, pairs, note in res.attrs.get("timing_mismatches", []):
+        print(f"compare: warning: {test}{' ' + variant if variant else ''} at "
+              f"{size_label(int(size))}, {int(pairs)} pair(s): {note}: not comparable",
+              file=sys.stderr)
     summary = summary_lines(res, testtable.tables_for_run(load_metadata(ns.new)))
     strict = bool(getattr(ns, "strict", False))
     if ns.format == "json":

@@ -33,6 +33,8 @@ from pairbench.testtable import TestTable
 
 TEST_KEY = ["layer", "test", "variant", "pattern", "buffers", "qps"]
 LAT, BW = "lat_us_p50", "bw_gbit_s"
+# A block-timed test (pairbench-mpi --timing block) has the mean alone (docs/mpi.md).
+LAT_MEAN = "lat_us_mean"
 
 
 @dataclass
@@ -56,8 +58,9 @@ class Findings:
 
 
 def _med(agg: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in (LAT, BW, "link_pct", "fairness", "start_skew_us", "worst_lat_us_p50",
-                        "worst_lat_pair_id", "min_pair_bw_share", "min_bw_pair_id")
+    cols = [c for c in (LAT, LAT_MEAN, BW, "link_pct", "fairness", "start_skew_us",
+                        "worst_lat_us_p50", "worst_lat_pair_id", "min_pair_bw_share",
+                        "min_bw_pair_id")
             if c in agg.columns]
     return agg.groupby([*TEST_KEY, "msg_size_bytes", "pairs"], dropna=False)[cols] \
               .median().reset_index()
@@ -88,11 +91,14 @@ def _test_findings(key: tuple, g: pd.DataFrame, tables: dict[str, TestTable] | N
     sizes = sorted(int(s) for s in g["msg_size_bytes"].unique())
     pairs = sorted(int(p) for p in g["pairs"].unique())
     small, large, pmax = sizes[0], sizes[-1], pairs[-1]
-    has_lat, has_bw = g[LAT].notna().any(), g[BW].notna().any()
+    lat, lat_name = LAT, "p50"
+    if not g[LAT].notna().any() and LAT_MEAN in g and g[LAT_MEAN].notna().any():
+        lat, lat_name = LAT_MEAN, "mean (block-timed)"
+    has_lat, has_bw = g[lat].notna().any(), g[BW].notna().any()
     if 1 in pairs:
-        for what, col, value in (("1-pair latency p50", LAT, fmt.us),
+        for what, col, value in ((f"1-pair latency {lat_name}", lat, fmt.us),
                                  ("1-pair bandwidth", BW, fmt.gbit)):
-            if not (has_lat if col == LAT else has_bw):
+            if not (has_lat if col == lat else has_bw):
                 continue
             vs = [(size_label(s), _at(g, s, 1, col)) for s in dict.fromkeys((small, large))]
             text = "; ".join(f"{value(v)} at {s}" for s, v in vs if math.isfinite(v))
@@ -100,9 +106,10 @@ def _test_findings(key: tuple, g: pd.DataFrame, tables: dict[str, TestTable] | N
                 tf.facts.append((what, text))
     if pmax > 1 and 1 in pairs:
         if has_lat:
-            t = _scaling_text(_at(g, small, 1, LAT), _at(g, small, pmax, LAT), pmax, fmt.us)
+            t = _scaling_text(_at(g, small, 1, lat), _at(g, small, pmax, lat), pmax, fmt.us)
             if t:
-                tf.facts.append((f"latency scaling at {size_label(small)}", t))
+                tf.facts.append((f"latency {lat_name} scaling at {size_label(small)}"
+                                 if lat != LAT else f"latency scaling at {size_label(small)}", t))
         if has_bw:
             t = _scaling_text(_at(g, large, 1, BW), _at(g, large, pmax, BW), pmax, fmt.gbit)
             if t:

@@ -45,6 +45,7 @@ def _pyplot():
 
 
 LAT = "lat_us_p50"
+LAT_MEAN = "lat_us_mean"   # the one latency of block-timed rows (pairbench-mpi --timing block)
 BW = "bw_gbit_s"
 DRAWN_FLAGS = {"oversubscribed", "above_link_rate"}
 FLAG_NOTE = "hollow: flagged (oversubscribed / above link rate)"
@@ -159,7 +160,7 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
     flagged: dict[str, set[tuple]] = {}
     links: dict[tuple[str, str], float] = {}
     for label, df, _meta in runs:
-        m = median_by_point(df, [LAT, BW])
+        m = median_by_point(df, [LAT, LAT_MEAN, BW])
         m["run"] = label
         frames.append(m)
         flagged[label] = _flagged(df)
@@ -174,7 +175,10 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
         variant = variant if isinstance(variant, str) else ""
         stem = f"{layer}-{test}" + (f"-{variant}" if variant else "")
         title = f"{layer} {test_label(test, variant, layer)} — {device}"
-        for metric, ylabel, name in ((LAT, "latency p50 (µs)", "lat-vs-size"),
+        lat, lat_ylabel = LAT, "latency p50 (µs)"
+        if g[LAT].notna().sum() == 0 and g[LAT_MEAN].notna().any():
+            lat, lat_ylabel = LAT_MEAN, "latency mean, block-timed (µs)"
+        for metric, ylabel, name in ((lat, lat_ylabel, "lat-vs-size"),
                                      (BW, "aggregate bandwidth (Gbit/s)", "bw-vs-size")):
             if g[metric].notna().sum() == 0:
                 continue
@@ -198,7 +202,7 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
             _save(fig, out, f"{stem}-{name}", written)
         sizes = sorted(int(s) for s in g["msg_size_bytes"].unique())
         chosen = _pick_sizes(sizes, at_sizes)
-        metrics = [m for m in (LAT, BW) if g[m].notna().any()]
+        metrics = [m for m in (lat, BW) if g[m].notna().any()]
         if chosen and metrics:
             fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4.2),
                                      squeeze=False)
@@ -213,7 +217,7 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
                     any_flag |= any(hollow)
                     _line(ax, [int(p) for p in s["pairs"]], list(s[metric]), hollow, lab)
                     one = s.loc[s["pairs"] == 1, metric]
-                    if metric == LAT and len(one):
+                    if metric == lat and len(one):
                         # The reference: what one pair alone gets at this size.
                         ax.axhline(float(one.iloc[0]), color=ax.lines[-1].get_color()
                                    if not any(hollow) else ax.lines[-2].get_color(),
@@ -227,8 +231,7 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
                 if len(vals) and vals.min() > 0 and vals.max() / vals.min() > 50:
                     _plain_log_y(ax)  # 1-pair and N-pair values orders of magnitude apart
                 ax.set_xlabel("pairs running at once")
-                ax.set_ylabel("latency p50 (µs)" if metric == LAT
-                              else "aggregate bandwidth (Gbit/s)")
+                ax.set_ylabel(lat_ylabel if metric == lat else "aggregate bandwidth (Gbit/s)")
                 ax.grid(True, alpha=0.3)
                 _legend(ax, any_flag)
             fig.suptitle(f"{title}: scaling with pairs", fontsize=10)
@@ -242,7 +245,8 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
 def _plot_fairness(runs: list[tuple[str, pd.DataFrame, dict]], layer: str, test: str,
                    variant: str, chosen: list[int], out: Path, stem: str, title: str,
                    written: list[Path]) -> None:
-    """Per-pair value at the largest pair count (bandwidth if measured, else latency p50)."""
+    """Per-pair value at the largest pair count (bandwidth if measured, else latency p50, or
+    the mean of block-timed rows)."""
     plt = _pyplot()
     for label, df, _meta in runs:
         d = df[(df["layer"] == layer) & (df["test"] == test) & (df["status"] == "ok")
@@ -251,7 +255,7 @@ def _plot_fairness(runs: list[tuple[str, pd.DataFrame, dict]], layer: str, test:
             continue
         pmax = d["pairs"].max()
         d = d[(d["pairs"] == pmax) & d["msg_size_bytes"].isin(chosen)]
-        metric = BW if d[BW].notna().any() else LAT
+        metric = BW if d[BW].notna().any() else LAT if d[LAT].notna().any() else LAT_MEAN
         d = d.dropna(subset=[metric])
         if d.empty:
             continue
@@ -270,8 +274,8 @@ def _plot_fairness(runs: list[tuple[str, pd.DataFrame, dict]], layer: str, test:
         ids = sorted(int(x) for x in per["pair_id"].unique())
         ax.set_xticks([i + width * (len(sizes) - 1) / 2 for i in ids], [str(i) for i in ids])
         ax.set_xlabel("pair id")
-        ax.set_ylabel("bandwidth per pair (Gbit/s)" if metric == BW
-                      else "latency p50 per pair (µs)")
+        ax.set_ylabel({BW: "bandwidth per pair (Gbit/s)", LAT: "latency p50 per pair (µs)"}
+                      .get(metric, "latency mean per pair, block-timed (µs)"))
         note = ("\nflagged oversubscribed: measures the scheduler on this machine"
                 if row_flags(d).map(lambda f: "oversubscribed" in f).any() else "")
         ax.set_title(f"{title}: per pair, {int(pmax)} pairs ({label}){note}", fontsize=10)

@@ -75,8 +75,12 @@ def _flagged_points(df: pd.DataFrame) -> set[tuple]:
 
 
 def data_section(df: pd.DataFrame, tables: dict[str, TestTable] | None) -> Section:
-    med = median_by_point(df, SUMMARY_METRICS)
+    med = median_by_point(df, [*SUMMARY_METRICS, "lat_us_mean"])
     cols = [m for m in SUMMARY_METRICS if m in med.columns and med[m].notna().any()]
+    if "lat_us_mean" in med.columns and (med["lat_us_mean"].notna() &
+                                         med["lat_us_p50"].isna()).any():
+        # block-timed points (pairbench-mpi --timing block) carry the mean alone
+        cols.insert(0, "lat_us_mean")
     reps = df[is_headline(df)].groupby(["layer", "test", "msg_size_bytes",
                                         "pairs"])["repetition"].nunique()
     flagged = _flagged_points(df)
