@@ -361,9 +361,10 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, u
 	struct vb_watch wt;
 	int rc;
 
-	/* Sends: the receives are the progress.  Otherwise the peer's pace (group, peek). */
+	/* Test hook: a server that looks at the stream's end late (docs/failure-modes.md). */
 	if (vb_fault_on(VB_FAULT_LATE_DONE) && w->side == VB_SERVER)
 		nanosleep(&(struct timespec){ .tv_nsec = 300000000 }, NULL);
+	/* Sends: the receives are the progress.  Otherwise the peer's pace (group, peek). */
 	vb_watch_start(w, &wt, "the peer's end of stream", !sends);
 	*recvd += w->stray_recvs;  /* receives a ctrl write's reap took for us */
 	w->stray_recvs = 0;
