@@ -108,8 +108,8 @@ def _test_findings(key: tuple, g: pd.DataFrame, tables: dict[str, TestTable] | N
         if has_lat:
             t = _scaling_text(_at(g, small, 1, lat), _at(g, small, pmax, lat), pmax, fmt.us)
             if t:
-                tf.facts.append((f"latency {lat_name} scaling at {size_label(small)}"
-                                 if lat != LAT else f"latency scaling at {size_label(small)}", t))
+                what = "latency scaling" if lat == LAT else "latency scaling (block-timed mean)"
+                tf.facts.append((f"{what} at {size_label(small)}", t))
         if has_bw:
             t = _scaling_text(_at(g, large, 1, BW), _at(g, large, pmax, BW), pmax, fmt.gbit)
             if t:

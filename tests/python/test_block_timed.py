@@ -85,7 +85,7 @@ def test_show_report_and_plot_use_the_mean_of_block_timed_rows(tmp_path: Path) -
     shown = cli("show", str(run), "--width", "160")
     assert shown.returncode == 0, shown.stderr
     assert "1-pair latency mean (block-timed)" in shown.stdout
-    assert "latency mean (block-timed) scaling at 8 B" in shown.stdout
+    assert "latency scaling (block-timed mean) at 8 B" in shown.stdout
     html = tmp_path / "report.html"
     rep = cli("report", str(run), "--out", str(html))
     assert rep.returncode == 0, rep.stderr
