@@ -239,6 +239,18 @@ def _keyed(df: pd.DataFrame) -> pd.DataFrame:
     return agg
 
 
+def _not_comparable(point: dict, metric: str, vb: pd.Series, vn: pd.Series,
+                    note: str) -> dict:
+    """A result row that is reported but not tested: both medians, no ratio, the reason."""
+    return {**point, "metric": metric, "unit": METRICS[metric].unit,
+            "base": float(vb.median()), "new": float(vn.median()), "ratio": math.nan,
+            "change_pct": math.nan, "n_base": len(vb), "n_new": len(vn), "ci_low": math.nan,
+            "ci_high": math.nan, "rel_threshold": math.nan, "abs_threshold": math.nan,
+            "threshold": math.nan, "noise_cv": math.nan, "df": math.nan, "p_value": math.nan,
+            "q_value": math.nan, "verdict": NOT_COMPARABLE, "evidence": note,
+            "reps_needed": 0, "note": note}
+
+
 def _layout_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> list[dict]:
     """A not-comparable row per metric of every point that differs only by layout."""
     ab, an = _keyed(base), _keyed(new)
@@ -261,15 +273,7 @@ def _layout_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> li
             if vb.empty or vn.empty:
                 continue
             note = LAYOUT_NOTE.format(b=lb, n=ln)
-            rows.append({**d, "buffers": f"{lb}|{ln}", "metric": metric,
-                         "unit": METRICS[metric].unit, "base": float(vb.median()),
-                         "new": float(vn.median()), "ratio": math.nan, "change_pct": math.nan,
-                         "n_base": len(vb), "n_new": len(vn), "ci_low": math.nan,
-                         "ci_high": math.nan, "rel_threshold": math.nan,
-                         "abs_threshold": math.nan, "threshold": math.nan,
-                         "noise_cv": math.nan, "df": math.nan, "p_value": math.nan,
-                         "q_value": math.nan, "verdict": NOT_COMPARABLE, "evidence": note,
-                         "reps_needed": 0, "note": note})
+            rows.append(_not_comparable({**d, "buffers": f"{lb}|{ln}"}, metric, vb, vn, note))
     return rows
 
 
@@ -292,15 +296,8 @@ def _timing_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> li
             vb, vn = b[metric].dropna(), n[metric].dropna()
             if vb.empty or vn.empty:
                 continue
-            rows.append({**dict(zip(POINT_KEY, key, strict=True)), "metric": metric,
-                         "unit": METRICS[metric].unit, "base": float(vb.median()),
-                         "new": float(vn.median()), "ratio": math.nan, "change_pct": math.nan,
-                         "n_base": len(vb), "n_new": len(vn), "ci_low": math.nan,
-                         "ci_high": math.nan, "rel_threshold": math.nan,
-                         "abs_threshold": math.nan, "threshold": math.nan,
-                         "noise_cv": math.nan, "df": math.nan, "p_value": math.nan,
-                         "q_value": math.nan, "verdict": NOT_COMPARABLE, "evidence": note,
-                         "reps_needed": 0, "note": note})
+            rows.append(_not_comparable(dict(zip(POINT_KEY, key, strict=True)), metric, vb, vn,
+                                        note))
     return rows
 
 
