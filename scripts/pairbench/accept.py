@@ -42,7 +42,7 @@ import pandas as pd
 from pairbench import testtable, tomlschema
 from pairbench.analysis import METRICS, is_headline
 from pairbench.errors import UsageError
-from pairbench.flags import MACHINE_FLAGS, infer_legacy, row_flags
+from pairbench.flags import BLOCK_TIMED, MACHINE_FLAGS, infer_legacy, row_flags
 from pairbench.safeio import write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label
@@ -248,8 +248,12 @@ def _check(name: str, crit: dict, rows: list[dict], d: pd.DataFrame, metric: str
             continue
         vals = g[metric].dropna()
         if vals.empty:
-            rows.append({**base, "value": None, "verdict": "fail",
-                         "detail": f"{metric} not measured (empty)"})
+            why = f"{metric} not measured (empty)"
+            if metric != "lat_us_mean" and {"flags", "lat_us_mean"} <= set(g.columns) and \
+                    row_flags(g).map(lambda f: BLOCK_TIMED in f).all() and \
+                    g["lat_us_mean"].notna().any():
+                why += "; the rows are block_timed (--timing block) and carry lat_us_mean only"
+            rows.append({**base, "value": None, "verdict": "fail", "detail": why})
             continue
         v = float(vals.median())
         ok = v <= limit if ok_if_le else v >= limit

@@ -24,7 +24,7 @@ import pandas as pd
 from pairbench import testtable, tomlschema
 from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows, point_label, test_label
 from pairbench.errors import UsageError
-from pairbench.flags import has_flag
+from pairbench.flags import BLOCK_TIMED, has_flag
 from pairbench.safeio import write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label
@@ -49,7 +49,6 @@ DEFAULT_RELATIVE = {"lat_us_p99": 0.15, "lat_us_p999": 0.25, "lat_us_max": 0.5}
 DEFAULT_REL = 0.05
 # A point timed as blocks (pairbench-mpi --timing block, flag block_timed) has one latency
 # statistic, the mean: by default it is compared on that alone (docs/mpi.md, Block timing).
-BLOCK_TIMED = "block_timed"
 BLOCK_METRICS = ["lat_us_mean"]
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pairbench.columns import COLUMNS, SCHEMA_VERSION
 from pairbench.errors import UsageError
+from pairbench.flags import BLOCK_TIMED
 from pairbench.schema import read_binary_schema
 from pairbench.testtable import BANDWIDTH_KINDS, LATENCY_KINDS, LOADED_KIND, TestInfo
 
@@ -109,9 +110,6 @@ def has_latency(r: Row) -> bool:
 def block_timed(r: Row) -> bool:
     """--timing block: one clock read at each end of the block, the mean only."""
     return BLOCK_TIMED in r["flags"].split(";")
-
-
-BLOCK_TIMED = "block_timed"
 
 
 def _check_aggregate(info: TestInfo, agg: Row, per: list[Row], pairs: int, where: str,

@@ -95,3 +95,18 @@ def test_show_report_and_plot_use_the_mean_of_block_timed_rows(tmp_path: Path) -
     assert cli("plot", str(run), "--out", str(plots)).returncode == 0
     assert {"mpi-latency-lat-vs-size.png", "mpi-latency-vs-pairs.png",
             "mpi-latency-per-pair.png"} <= {p.name for p in plots.iterdir()}
+
+
+def test_accept_says_why_a_p50_criterion_has_no_value_on_block_timed_rows(
+        tmp_path: Path) -> None:
+    run = _run(tmp_path, "run", block=True)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[spec]\nname = "block"\nlayer = "mpi"\n'
+                    '[[max_latency]]\ntest = "latency"\nsize_bytes = [8]\n'
+                    'metric = "lat_us_p50"\nmax_us = 1000.0\n')
+    proc = cli("accept", str(run), "--spec", str(spec))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "lat_us_p50 not measured (empty); the rows are block_timed" in proc.stdout
+    spec.write_text(spec.read_text().replace('"lat_us_p50"', '"lat_us_mean"'))
+    proc = cli("accept", str(run), "--spec", str(spec))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
