@@ -41,8 +41,9 @@ import pandas as pd
 
 from pairbench import testtable, tomlschema
 from pairbench.analysis import METRICS, is_headline
+from pairbench.columns import BLOCK_TIMED
 from pairbench.errors import UsageError
-from pairbench.flags import BLOCK_TIMED, MACHINE_FLAGS, infer_legacy, row_flags
+from pairbench.flags import MACHINE_FLAGS, infer_legacy, row_flags
 from pairbench.safeio import write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label

@@ -71,3 +71,7 @@ def columns_of(version: int) -> tuple[str, ...]:
 
 # Columns the driver adds to every row of data.csv.
 DRIVER_COLUMNS: tuple[str, ...] = ("run_id", "repetition")
+
+# The flag of rows timed as one block (pairbench-mpi --timing block: lat_us_mean only;
+# core/pb_result.c writes it, docs/mpi.md "Block timing"); pairbench.flags documents the rest.
+BLOCK_TIMED = "block_timed"

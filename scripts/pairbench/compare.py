@@ -23,8 +23,9 @@ import pandas as pd
 
 from pairbench import testtable, tomlschema
 from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows, point_label, test_label
+from pairbench.columns import BLOCK_TIMED
 from pairbench.errors import UsageError
-from pairbench.flags import BLOCK_TIMED, has_flag
+from pairbench.flags import has_flag
 from pairbench.safeio import write_output
 from pairbench.schema import load_metadata, load_run
 from pairbench.sizes import size_label

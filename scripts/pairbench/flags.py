@@ -26,9 +26,6 @@ MACHINE_FLAGS: dict[str, str] = {
 MEASURED_FLAGS: dict[str, str] = {
     "above_link_rate": "bandwidth above the link rate: a measurement error",
 }
-# A flag that says how the row was measured: pairbench-mpi --timing block (one clock read
-# at each end of a block: lat_us_mean only; docs/mpi.md, Block timing).
-BLOCK_TIMED = "block_timed"
 EMULATED_PREFIXES = ("rxe", "siw")
 
 

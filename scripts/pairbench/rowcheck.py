@@ -23,9 +23,8 @@ import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pairbench.columns import COLUMNS, SCHEMA_VERSION
+from pairbench.columns import BLOCK_TIMED, COLUMNS, SCHEMA_VERSION
 from pairbench.errors import UsageError
-from pairbench.flags import BLOCK_TIMED
 from pairbench.schema import read_binary_schema
 from pairbench.testtable import BANDWIDTH_KINDS, LATENCY_KINDS, LOADED_KIND, TestInfo
 
