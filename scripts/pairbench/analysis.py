@@ -104,6 +104,15 @@ def median_by_point(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     return agg.groupby(POINT_KEY, dropna=False)[cols].median().reset_index()
 
 
+def latency_metric(df: pd.DataFrame) -> str:
+    """The latency a table, finding or plot of these rows shows: lat_us_p50, or lat_us_mean
+    when the rows have no p50 but a mean (block-timed: pairbench-mpi --timing block)."""
+    if ("lat_us_p50" not in df or df["lat_us_p50"].isna().all()) and \
+            "lat_us_mean" in df and df["lat_us_mean"].notna().any():
+        return "lat_us_mean"
+    return "lat_us_p50"
+
+
 def present_metrics(df: pd.DataFrame, candidates: list[str]) -> list[str]:
     """Metrics that have at least one value in the aggregate ok rows."""
     agg = aggregate_rows(df)

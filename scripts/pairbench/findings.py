@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from pairbench import fmt, testtable
-from pairbench.analysis import is_headline
+from pairbench.analysis import is_headline, latency_metric
 from pairbench.flags import MACHINE_FLAGS, row_flags
 from pairbench.sizes import size_label
 from pairbench.testtable import TestTable
@@ -91,9 +91,8 @@ def _test_findings(key: tuple, g: pd.DataFrame, tables: dict[str, TestTable] | N
     sizes = sorted(int(s) for s in g["msg_size_bytes"].unique())
     pairs = sorted(int(p) for p in g["pairs"].unique())
     small, large, pmax = sizes[0], sizes[-1], pairs[-1]
-    lat, lat_name = LAT, "p50"
-    if not g[LAT].notna().any() and LAT_MEAN in g and g[LAT_MEAN].notna().any():
-        lat, lat_name = LAT_MEAN, "mean (block-timed)"
+    lat = latency_metric(g)
+    lat_name = "p50" if lat == LAT else "mean (block-timed)"
     has_lat, has_bw = g[lat].notna().any(), g[BW].notna().any()
     if 1 in pairs:
         for what, col, value in ((f"1-pair latency {lat_name}", lat, fmt.us),

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from pairbench.analysis import device_label, is_headline, median_by_point, test_label
+from pairbench.analysis import (
+    device_label,
+    is_headline,
+    latency_metric,
+    median_by_point,
+    test_label,
+)
 from pairbench.errors import UsageError
 from pairbench.flags import infer_legacy, row_flags
 from pairbench.safeio import output_dir, write_output
@@ -175,9 +181,8 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
         variant = variant if isinstance(variant, str) else ""
         stem = f"{layer}-{test}" + (f"-{variant}" if variant else "")
         title = f"{layer} {test_label(test, variant, layer)} — {device}"
-        lat, lat_ylabel = LAT, "latency p50 (µs)"
-        if g[LAT].notna().sum() == 0 and g[LAT_MEAN].notna().any():
-            lat, lat_ylabel = LAT_MEAN, "latency mean, block-timed (µs)"
+        lat = latency_metric(g)
+        lat_ylabel = "latency p50 (µs)" if lat == LAT else "latency mean, block-timed (µs)"
         for metric, ylabel, name in ((lat, lat_ylabel, "lat-vs-size"),
                                      (BW, "aggregate bandwidth (Gbit/s)", "bw-vs-size")):
             if g[metric].notna().sum() == 0:
@@ -255,7 +260,7 @@ def _plot_fairness(runs: list[tuple[str, pd.DataFrame, dict]], layer: str, test:
             continue
         pmax = d["pairs"].max()
         d = d[(d["pairs"] == pmax) & d["msg_size_bytes"].isin(chosen)]
-        metric = BW if d[BW].notna().any() else LAT if d[LAT].notna().any() else LAT_MEAN
+        metric = BW if d[BW].notna().any() else latency_metric(d)
         d = d.dropna(subset=[metric])
         if d.empty:
             continue
