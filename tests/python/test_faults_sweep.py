@@ -338,3 +338,77 @@ def test_bad_numbers_are_refused_before_anything_starts(args: list[str], needle:
     assert not (tmp_path / "res").exists()
     assert not log.exists()  # nothing was started
     assert len(stderr_lines(proc.stderr)) == 1
+
+
+def hanging_binary(tmp_path: Path, hang_on: str) -> Path:
+    """An executable that never answers `hang_on` (--print-schema or --list-tests) and leaves
+    a child of its own behind while it waits (the case of a wrapper script, or mpirun); any
+    other option goes to the fake executable. Both pids land in tmp_path/hang.pids."""
+    exe = tmp_path / "never-answers"
+    exe.write_text(f"""#!/bin/sh
+case " $* " in
+*" {hang_on} "*)
+	sleep 600 &
+	echo $$ $! >"{tmp_path}/hang.pids"
+	wait
+	exit 0 ;;
+esac
+exec "{sys.executable}" "{FAKE}" "$@"
+""")
+    exe.chmod(0o755)
+    return exe
+
+
+def hang_pids(tmp_path: Path) -> list[int]:
+    f = tmp_path / "hang.pids"
+    return [int(x) for x in f.read_text().split()] if f.exists() else []
+
+
+@pytest.mark.parametrize("hang_on", ["--print-schema", "--list-tests"])
+def test_start_up_probe_is_bounded_by_timeout_and_leaves_no_process(hang_on: str,
+                                                                    tmp_path: Path) -> None:
+    """Issue 28.1: the probe of the executable (--print-schema, --list-tests) before the first
+    point obeys --timeout and ends the probe's whole process group."""
+    exe = hanging_binary(tmp_path, hang_on)
+    t0 = time.monotonic()
+    proc = cli("sweep", "--layer", "mpi", "--test", "latency", "-s", "8", "--binary", str(exe),
+               "--timeout", "3", "--results-dir", str(tmp_path / "res"), "--no-progress",
+               timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "start-up probe" in lines[0] and hang_on in lines[0], lines[0]
+    assert "within 3 s" in lines[0], lines[0]
+    assert took < 10, took
+    pids = hang_pids(tmp_path)
+    assert len(pids) == 2
+    wait_for(lambda: not any(pid_alive(p) for p in pids), 5, "the probe's processes to end")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_during_start_up_probe_ends_its_group(sig: signal.Signals,
+                                                     tmp_path: Path) -> None:
+    """Issue 28.1: a stop signal to the sweep while it probes the executable ends the probe's
+    process group at once: exit 128+N, one line naming the probe, nothing left."""
+    exe = hanging_binary(tmp_path, "--list-tests")
+    proc = start_sweep(tmp_path / "res", "--layer", "mpi", "--test", "latency", "-s", "8",
+                       "--binary", str(exe), "--timeout", "120")
+    try:
+        wait_for(lambda: len(hang_pids(tmp_path)) == 2, 60, "the probe to start")
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=EXIT_BOUND_S + 30)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, err
+    assert took < EXIT_BOUND_S
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and f"interrupted by {sig.name}" in lines[0], err
+    assert "start-up probe" in lines[0], lines[0]
+    pids = hang_pids(tmp_path)
+    wait_for(lambda: not any(pid_alive(p) for p in pids), 5, "the probe's processes to end")
