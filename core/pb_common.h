@@ -21,12 +21,24 @@ extern const char *const pb_pin_policy_names[];
  * the driver checks the same limit before it starts anything). */
 #define PB_MAX_PAIRS 256
 
+/*
+ * Latency without -n/-D keeps every sample (exact percentiles) of a window of
+ * --lat-seconds: at most this many per pair (a pair that fills them stops
+ * there, flagged sample_cap); 4 MiB of doubles per pair.
+ */
+#define PB_TARGET_MAX_SAMPLES 524288
+/* Tests with no time-based stop (collectives, halo, --timing block) without -n. */
+#define PB_DEFAULT_ITERATIONS 1000
+
 struct pb_common_params {
 	const char *test;
 	struct pb_u64_list sizes;
-	uint64_t iterations;
+	uint64_t iterations;    /* -n: a fixed count; 0 = not given (the point's time decides) */
 	uint64_t warmup;
-	double duration_s;      /* 0 = iteration mode */
+	double duration_s;      /* -D: one common window for every test; 0 = not given */
+	double bw_seconds;      /* bandwidth, message rate: the common window when neither is given */
+	double lat_seconds;     /* latency: samples for at least this long ... */
+	uint64_t lat_samples;   /* ... and at least this many, when neither is given */
 	uint64_t pairs;
 	int pin;                /* enum pb_pin_policy */
 	const char *pin_list;
@@ -53,11 +65,17 @@ int pb_common_check(const struct pb_common_params *c, char *err, size_t errlen);
 	{ "sizes", 's', PB_OPT_SIZE_LIST, offsetof(type, m.sizes), default_sizes, 1,             \
 	  1073741824.0, NULL, "LIST", "message sizes: " PB_SIZE_LIST_RULE },                      \
 	{ "iterations", 'n', PB_OPT_U64, offsetof(type, m.iterations), default_iters, 1, 1e9, NULL, \
-	  "N", "timed iterations per size (bandwidth: messages per pair and direction)" },       \
+	  "N", "a fixed count of timed iterations per size instead of a time (bandwidth: messages per pair and direction); rows then report the window all pairs ran in and flag a spread of end times" }, \
 	{ "warmup", 'w', PB_OPT_U64, offsetof(type, m.warmup), "100", 0, 1e9, NULL, "N",           \
 	  "untimed warm-up iterations per size" },                                                 \
 	{ "duration", 'D', PB_OPT_DOUBLE, offsetof(type, m.duration_s), "0", 0, 86400, NULL, "SEC", \
-	  "run each size for SEC seconds instead of -n (0 = use -n); latency via histogram" },     \
+	  "every test: all pairs of a point run one common window of SEC seconds (0 = not given); latency via histogram" }, \
+	{ "bw-seconds", 0, PB_OPT_DOUBLE, offsetof(type, m.bw_seconds), "0.2", 0.001, 86400, NULL, \
+	  "SEC", "bandwidth and message rate without -n/-D: all pairs of a point run one common window of SEC seconds" }, \
+	{ "lat-seconds", 0, PB_OPT_DOUBLE, offsetof(type, m.lat_seconds), "0.1", 0.001, 86400, NULL, \
+	  "SEC", "latency without -n/-D: every pair samples until SEC seconds after the common start and --lat-samples samples, whichever is later" }, \
+	{ "lat-samples", 0, PB_OPT_U64, offsetof(type, m.lat_samples), "1000", 1, PB_TARGET_MAX_SAMPLES, NULL, \
+	  "N", "latency without -n/-D: at least N samples per pair (see --lat-seconds)" }, \
 	{ "pairs", 0, PB_OPT_U64, offsetof(type, m.pairs), "1", 1, PB_MAX_PAIRS, NULL, "N",        \
 	  "pairs running at once" },                                                               \
 	{ "pin", 0, PB_OPT_CHOICE, offsetof(type, m.pin), "near-device", 0, 0, pb_pin_policy_names, \

@@ -191,6 +191,8 @@ static void pb_engine_point(const struct pb_engine_params *p, uint64_t size,
 	pt->shared_iterations = p->shared_iterations;
 	pt->pattern = p->pattern;
 	pt->block_timed = p->block_timed;
+	pt->window_method = pb_window_method_names[p->method];
+	pt->window_s = p->duration_s;
 }
 
 /* The run's flags (pb_flags_run) after each row's own: every row of every point carries them. */
@@ -305,8 +307,8 @@ static void pb_engine_fill_result(const struct pb_engine_params *p,
 		pb_result_fail(r, rc, "%s", t->error[0] ? t->error : strerror(-rc));
 }
 
-/* Latency statistics of this process (µs); fills b->samples_us for publishing. */
-static int pb_engine_lat_stats(const struct pb_timed *t, bool duration, struct pb_engine_bufs *b,
+/* Latency statistics of this process (µs); fills b->samples_us for publishing (not with hist). */
+static int pb_engine_lat_stats(const struct pb_timed *t, bool hist, struct pb_engine_bufs *b,
 			       struct pb_pair_result *r)
 {
 	int rc;
@@ -322,7 +324,7 @@ static int pb_engine_lat_stats(const struct pb_timed *t, bool duration, struct p
 		r->has_lat = 1;
 		return 0;
 	}
-	if (duration) {
+	if (hist) {
 		rc = pb_hist_stats(b->hist, &r->lat_us);
 		pb_stats_scale(&r->lat_us, 1e-3);
 		if (!rc && !strstr(r->flags, "histogram"))
@@ -351,10 +353,10 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 			 void *tctx, uint64_t size, struct pb_engine_bufs *b, struct pb_sink *sink,
 			 char *why, size_t whylen)
 {
-	bool duration = p->duration_s > 0;
+	bool hist = p->method == PB_WM_WINDOW && p->histogram;
 	struct pb_timed t = { .msg_size_bytes = size, .iterations = p->iterations };
 	struct pb_pair_result mine;
-	uint64_t exit_ns;
+	uint64_t release_ns = 0;
 	int rc = 0, crc;
 
 	if (test->prepare)
@@ -366,29 +368,34 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 			 (unsigned long long)size,
 			 test->error && test->error(tctx)[0] ? test->error(tctx) : strerror(-rc));
 	if (!rc) {
-		rc = meet->barrier(mctx, &exit_ns);
+		rc = meet->barrier(mctx, &release_ns);
 		if (rc)
 			snprintf(t.error, sizeof(t.error), "start barrier at %llu B failed: %s",
 				 (unsigned long long)size, strerror(-rc));
 	}
 	if (!rc) {
-		if (duration) {
+		/* One deadline for every pair of the node: the barrier's release + the window. */
+		if (p->method != PB_WM_COUNT)
+			t.end_by_ns = release_ns + (uint64_t)(p->duration_s * 1e9);
+		if (hist) {
 			pb_hist_init(b->hist);
 			t.hist = b->hist;
-			t.end_by_ns = pb_clock_now_ns() + (uint64_t)(p->duration_s * 1e9);
 		} else {
 			t.samples_ns = b->samples_ns;
+			t.min_iterations = p->method == PB_WM_TARGET ? p->min_iterations : 0;
 			t.block = p->block_timed;
 		}
 		rc = test->timed(tctx, &t);
 		if (rc && !t.error[0] && test->error)
 			snprintf(t.error, sizeof(t.error), "%s", test->error(tctx));
+		if (!rc && t.has_lat && p->method == PB_WM_TARGET && t.done >= p->iterations)
+			pb_flags_merge(t.flags, sizeof(t.flags), "sample_cap");
 	}
 	if (!rc && test->finish)
 		rc = test->finish(tctx, size);
 	pb_engine_fill_result(p, role, &t, rc, &mine);
 	if (!rc && t.has_lat && role->measuring)
-		rc = pb_engine_lat_stats(&t, duration, b, &mine);
+		rc = pb_engine_lat_stats(&t, hist, b, &mine);
 	if (rc) {
 		if (!mine.status)
 			pb_result_fail(&mine, rc, "latency statistics failed: %s", strerror(-rc));
@@ -397,10 +404,10 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 	}
 	/* Publish before failing: the leader, woken by the abort, then finds our reason. */
 	if (role->measuring) {
-		bool samples = mine.has_lat && !duration && !t.block;
+		bool samples = mine.has_lat && !hist && !t.block;
 
 		crc = meet->publish(mctx, &mine, samples ? b->samples_us : NULL, samples ? t.done : 0,
-				    mine.has_lat && duration ? b->hist : NULL);
+				    mine.has_lat && hist ? b->hist : NULL);
 		if (crc && !rc)
 			rc = crc;
 	}
@@ -424,7 +431,7 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 		pb_engine_point(p, size, &pt);
 		unsigned nrows;
 
-		if (duration && b->merged->count && !n_pooled) {
+		if (hist && b->merged->count && !n_pooled) {
 			/* Aggregate from the merged histogram: hand it over as one "pair". */
 			nrows = pb_engine_rows(p, &pt, b, NULL, 0);
 			struct pb_stats st;
@@ -517,7 +524,7 @@ int pb_engine_run(const struct pb_engine_params *p, const struct pb_engine_role 
 		  void *tctx, struct pb_sink *sink)
 {
 	struct pb_engine_bufs b = { 0 };
-	uint64_t nsamp = p->duration_s > 0 ? 1 : p->iterations;
+	uint64_t nsamp = p->method == PB_WM_WINDOW ? 1 : p->iterations;
 	char why[512] = "";
 	int rc = 0;
 	size_t i;

@@ -8,7 +8,9 @@
  * Per size, every process of the run does:
  *   test->prepare(size)            untimed set-up (may be NULL)
  *   test->warmup(size, warmup)     untimed (may be NULL)
- *   meet->barrier()                all processes start together
+ *   meet->barrier()                all processes start together; it gives the
+ *                                  node's common start, the deadline's base
+ *                                  (pb_window.h)
  *   test->timed(&t)                the timed block (samples / window)
  *   meet->publish(result)          measuring processes only
  *   meet->collect(...)             every process; the leader gets all results
@@ -24,6 +26,7 @@
 
 #include "pb_hist.h"
 #include "pb_result.h"
+#include "pb_window.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,12 +36,19 @@
 struct pb_timed {
 	/* in */
 	uint64_t msg_size_bytes;
-	uint64_t iterations;     /* iteration mode: exactly this many */
-	uint64_t end_by_ns;      /* duration mode (!= 0): stop at this pb_clock_now_ns() */
-	uint64_t *samples_ns;    /* latency, iteration mode: room for `iterations` samples */
+	uint64_t iterations;     /* count: exactly this many; target: at most (room in samples_ns) */
+	uint64_t min_iterations; /* target: not fewer than this many */
+	/*
+	 * window and target (!= 0): the common deadline, a pb_clock_now_ns() value
+	 * (the same for every pair of the node): a bandwidth stream stops posting
+	 * once it has passed, a latency loop after the sample that passed it (and,
+	 * target, has min_iterations).
+	 */
+	uint64_t end_by_ns;
+	uint64_t *samples_ns;    /* latency, count and target: room for `iterations` samples */
 	bool block;              /* latency, --timing block: no clock read inside the loop,
 				  * no samples; fill block_lat_ns instead */
-	struct pb_hist *hist;    /* latency, duration mode: add samples here */
+	struct pb_hist *hist;    /* latency, window (-D): add samples here, samples_ns is NULL */
 	/* out */
 	uint64_t done;           /* iterations (or messages) completed */
 	uint64_t start_ns, end_ns;
@@ -61,8 +71,12 @@ struct pb_test_ops {
 };
 
 struct pb_meet_ops {
-	/* All processes of the run; stores the local exit time. 0 or -errno. */
-	int (*barrier)(void *mctx, uint64_t *exit_ns);
+	/*
+	 * All processes of the run.  Stores the node's common start: the barrier's
+	 * release time, the same pb_clock_now_ns() value in every process of the
+	 * node (the deadline of a window counts from it).  0 or -errno.
+	 */
+	int (*barrier)(void *mctx, uint64_t *release_ns);
 	/* Measuring processes: hand over this point's result (and latency samples, µs, or hist). */
 	int (*publish)(void *mctx, const struct pb_pair_result *r, const double *samples_us,
 		       size_t n_samples, const struct pb_hist *hist);
@@ -112,9 +126,13 @@ struct pb_engine_params {
 	const char *buffers;     /* layout recorded in rows (pb_buffers_names); NULL = no choice */
 	const uint64_t *sizes;
 	size_t n_sizes;
-	uint64_t iterations;
+	/* pb_window.h: count (duration_s 0), window or target */
+	enum pb_window_method method;
+	uint64_t iterations;     /* count: exactly; target: room for this many samples per pair */
+	uint64_t min_iterations; /* target: at least this many samples */
 	uint64_t warmup;
-	double duration_s;       /* 0 = iteration mode */
+	double duration_s;       /* window, target: seconds from the common start; count: 0 */
+	bool histogram;          /* window: latency into a histogram (else samples) */
 	bool block_timed;        /* latency: --timing block (iteration mode only): the mean only */
 	uint64_t window;         /* recorded in rows; 0 = n/a */
 	uint64_t qps;            /* queue pairs per pair, recorded in rows (verbs --qps); 0 = n/a */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "pb_result.h"
 
+#include "pb_window.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -29,6 +31,9 @@ static void pb_rows_common(const struct pb_point_desc *pt, struct pb_row *row)
 	pb_row_set_u64(row, PB_COL_pairs, pt->pairs);
 	if (pt->qps)
 		pb_row_set_u64(row, PB_COL_qps, pt->qps);
+	pb_row_set_str(row, PB_COL_window_method, pt->window_method);
+	if (pt->window_s > 0)
+		pb_row_set_double(row, PB_COL_window_s, pt->window_s);
 }
 
 /* Bandwidth columns over a window; flags a rate above the link capacity. */
@@ -112,10 +117,12 @@ static void pb_rows_aggregate_error(const struct pb_pair_result *res, unsigned n
 /* What the pairs of one point add up to; filled by pb_rows_scan. */
 struct pb_rows_sum {
 	unsigned failed, n_bw, n_lat;
-	uint64_t first_start, last_start, last_end, iters;   /* every pair */
+	uint64_t first_start, last_start, last_end, first_end, iters;   /* every pair */
 	uint64_t bytes, msgs;
 	uint64_t bw_iters, bw_start, bw_end;      /* bandwidth pairs */
+	uint64_t bw_last_start, bw_first_end;
 	uint64_t lat_iters, lat_start, lat_end;   /* latency pairs */
+	uint64_t lat_last_start, lat_first_end;
 	const struct pb_pair_result *lat_pair;    /* the last latency pair */
 	const struct pb_pair_result *worst_lat;   /* highest p50; NULL: none */
 	const struct pb_pair_result *min_bw;      /* lowest bw_gbit_s; NULL: none */
@@ -132,12 +139,18 @@ static void pb_rows_add_iters(const struct pb_point_desc *pt, uint64_t *acc, uin
 		*acc = v;
 }
 
-static void pb_rows_span(uint64_t *start, uint64_t *end, const struct pb_pair_result *r)
+/* Earliest start, latest end (the window) and latest start, earliest end (all running). */
+static void pb_rows_span(uint64_t *start, uint64_t *end, uint64_t *last_start, uint64_t *first_end,
+			 const struct pb_pair_result *r)
 {
 	if (r->start_ns < *start)
 		*start = r->start_ns;
 	if (r->end_ns > *end)
 		*end = r->end_ns;
+	if (r->start_ns > *last_start)
+		*last_start = r->start_ns;
+	if (r->end_ns < *first_end)
+		*first_end = r->end_ns;
 }
 
 /* One successful pair into the sums; gbit = its bandwidth (NaN: none). */
@@ -150,13 +163,15 @@ static void pb_rows_scan(const struct pb_point_desc *pt, const struct pb_pair_re
 		s->last_start = r->start_ns;
 	if (r->end_ns > s->last_end)
 		s->last_end = r->end_ns;
+	if (r->end_ns < s->first_end)
+		s->first_end = r->end_ns;
 	pb_rows_add_iters(pt, &s->iters, r->iterations);
 	if (r->has_bw) {
 		s->n_bw++;
 		s->bytes += r->bytes;
 		s->msgs += r->messages;
 		pb_rows_add_iters(pt, &s->bw_iters, r->iterations);
-		pb_rows_span(&s->bw_start, &s->bw_end, r);
+		pb_rows_span(&s->bw_start, &s->bw_end, &s->bw_last_start, &s->bw_first_end, r);
 		if (isfinite(gbit)) {
 			s->n_gbit++;
 			s->sum_gbit += gbit;
@@ -170,7 +185,7 @@ static void pb_rows_scan(const struct pb_point_desc *pt, const struct pb_pair_re
 		s->n_lat++;
 		s->lat_pair = r;
 		pb_rows_add_iters(pt, &s->lat_iters, r->iterations);
-		pb_rows_span(&s->lat_start, &s->lat_end, r);
+		pb_rows_span(&s->lat_start, &s->lat_end, &s->lat_last_start, &s->lat_first_end, r);
 		if (isfinite(r->lat_us.p50) &&
 		    (!s->worst_lat || r->lat_us.p50 > s->worst_lat->lat_us.p50))
 			s->worst_lat = r;
@@ -209,19 +224,33 @@ static void pb_rows_worst(const struct pb_point_desc *pt, const struct pb_rows_s
 static void pb_rows_agg_count(const struct pb_rows_sum *s, struct pb_row *agg)
 {
 	uint64_t iters = s->iters, start = s->first_start, end = s->last_end;
+	uint64_t last_start = s->last_start, first_end = s->first_end;
 
 	if (s->n_bw) {
 		iters = s->bw_iters;
 		start = s->bw_start;
 		end = s->bw_end;
+		last_start = s->bw_last_start;
+		first_end = s->bw_first_end;
 	} else if (s->n_lat) {
 		iters = s->lat_iters;
 		start = s->lat_start;
 		end = s->lat_end;
+		last_start = s->lat_last_start;
+		first_end = s->lat_first_end;
 	}
 	pb_row_set_u64(agg, PB_COL_iterations, iters);
-	if (end > start)
-		pb_row_set_double(agg, PB_COL_duration_s, (double)(end - start) / 1e9);
+	if (end <= start)
+		return;
+	double window = (double)(end - start), spread = (double)(end - first_end);
+
+	pb_row_set_double(agg, PB_COL_duration_s, window / 1e9);
+	pb_row_set_double(agg, PB_COL_overlap_s,
+			  first_end > last_start ? (double)(first_end - last_start) / 1e9 : 0.0);
+	pb_row_set_double(agg, PB_COL_end_spread_us, spread / 1e3);
+	/* The last part of the window measured fewer pairs than the point names. */
+	if (s->n_bw >= 2 && spread > PB_TAIL_FRACTION * window)
+		pb_row_add_flag(agg, "tail_dominated");
 }
 
 /* Block timing: the count-weighted mean of the latency pairs' means; nothing else. */
@@ -245,8 +274,9 @@ int pb_result_rows(const struct pb_point_desc *pt, const struct pb_pair_result *
 		   unsigned n, double *pooled_us, size_t n_pooled, struct pb_row *rows)
 {
 	struct pb_row *agg = &rows[n];
-	struct pb_rows_sum s = { .first_start = UINT64_MAX, .bw_start = UINT64_MAX,
-				 .lat_start = UINT64_MAX };
+	struct pb_rows_sum s = { .first_start = UINT64_MAX, .first_end = UINT64_MAX, .bw_start = UINT64_MAX,
+				 .lat_start = UINT64_MAX, .bw_first_end = UINT64_MAX,
+				 .lat_first_end = UINT64_MAX };
 	double *gbit;
 
 	if (n == 0)

@@ -66,6 +66,8 @@ struct pb_point_desc {
 	 * aggregate is flagged block_timed like the pairs.
 	 */
 	bool block_timed;
+	const char *window_method; /* pb_window_method_names; NULL = empty */
+	double window_s;           /* window and target: seconds asked for; 0 = empty */
 };
 
 /* Set status, error text (printf-style) of a result. */
@@ -78,6 +80,10 @@ void pb_result_fail(struct pb_pair_result *r, int neg_errno, const char *fmt, ..
  *   per-pair bandwidth  = bytes / (end_ns - start_ns) of that pair
  *   fairness            = Jain index over per-pair bandwidth
  *   start_skew_us       = latest start_ns - earliest start_ns
+ *   overlap_s, end_spread_us = earliest end - latest start, latest end -
+ *                         earliest end, over the pairs of duration_s (below);
+ *                         flag tail_dominated when >= 2 bandwidth pairs end
+ *                         more than PB_TAIL_FRACTION of duration_s apart
  *   aggregate latency   = statistics of pooled_us (all pairs' samples), or
  *                         the single latency pair's statistics when n_pooled == 0
  *   aggregate iterations, duration_s = sum of iterations (shared_iterations:

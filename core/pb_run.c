@@ -20,18 +20,24 @@ int pb_run_clock(const struct pb_common_params *c, struct pb_clock_info *ci)
 
 void pb_run_engine_params(const struct pb_test_info *t, const char *layer,
 			  const struct pb_common_params *c, const char *variant, uint64_t window,
-			  unsigned pairs, struct pb_engine_params *ep)
+			  unsigned pairs, bool time_stop, struct pb_engine_params *ep)
 {
+	struct pb_window_plan w;
+
 	memset(ep, 0, sizeof(*ep));
+	pb_window_plan(c, t, time_stop, &w);
 	ep->layer = layer;
 	ep->test = t->name;
 	ep->variant = variant;
 	ep->lat_kind = t->lat_kind;
 	ep->sizes = t->fixed_size ? &t->fixed_size_bytes : c->sizes.v;
 	ep->n_sizes = t->fixed_size ? 1 : c->sizes.n;
-	ep->iterations = c->iterations;
+	ep->method = w.method;
+	ep->iterations = w.iterations;
+	ep->min_iterations = w.min_iterations;
 	ep->warmup = c->warmup;
-	ep->duration_s = c->duration_s;
+	ep->duration_s = w.seconds;
+	ep->histogram = w.histogram;
 	ep->window = t->window ? window : 0;
 	ep->pairs = pairs;
 	ep->shared_iterations = t->agg_iterations == PB_AGG_SHARED;

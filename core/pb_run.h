@@ -17,11 +17,13 @@
 /*
  * The engine's parameters of test t: sizes (a test of fixed size runs that
  * one size), window only where the test has one, the aggregate's iteration
- * rule.  variant: the row's variant or NULL; pairs: engine pairs.
+ * rule, and how long each point runs (pb_window_plan; time_stop: the test
+ * can stop on a deadline).  variant: the row's variant or NULL; pairs:
+ * engine pairs.
  */
 void pb_run_engine_params(const struct pb_test_info *t, const char *layer,
 			  const struct pb_common_params *c, const char *variant, uint64_t window,
-			  unsigned pairs, struct pb_engine_params *ep);
+			  unsigned pairs, bool time_stop, struct pb_engine_params *ep);
 
 /*
  * The pin request of nprocs processes from --pin, --pin-list and

@@ -9,7 +9,7 @@
 #ifndef PB_SCHEMA_H
 #define PB_SCHEMA_H
 
-#define PB_SCHEMA_VERSION 3
+#define PB_SCHEMA_VERSION 4
 
 /* X(name, description) — order is the CSV column order. */
 #define PB_COLUMNS(X)                                                          \
@@ -49,6 +49,10 @@
 	X(min_pair_bw_gbit_s, "bw_gbit_s of pair min_bw_pair_id (over its own window), 10^9 bit/s") \
 	X(min_pair_bw_share, "min_pair_bw_gbit_s / mean of the per-pair bw_gbit_s: 1 = the slowest pair got an average pair's share") \
 	X(duration_s, "timed window of this row, seconds (first post .. last completion); aggregate row: earliest start .. latest end of the same pairs as its iterations") \
+	X(window_method, "how long the point ran (docs/methodology.md \"Windows\"): window = every pair stopped at one common deadline, window_s after the node's common start; target = latency pairs kept every sample until that deadline and until --lat-samples samples; count = a fixed count of iterations (-n; collectives, halo, --timing block)") \
+	X(window_s, "window and target: the window asked for (seconds from the common start: --bw-seconds, --lat-seconds or -D); empty for count") \
+	X(overlap_s, "aggregate row: the part of its window in which all its pairs were running (latest start .. earliest end), seconds; 0 when they never all ran at once") \
+	X(end_spread_us, "aggregate row: latest minus earliest end of the same pairs, microseconds (the stop jitter of a common window; with a fixed count, how far apart the pairs finished: flag tail_dominated above 5 % of duration_s)") \
 	X(host, "host name of the measuring process")                          \
 	X(peer, "peer host (or rank) of this pair")                            \
 	X(device, "RDMA device of the measuring side (verbs); aggregate rows: the device of scope=device, else the devices used joined by '+'") \

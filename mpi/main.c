@@ -24,7 +24,7 @@
 static const char *const mp_bind_mode_names[] = { "verify", "override", NULL };
 
 static const struct pb_opt mp_opts[] = {
-	PB_COMMON_OPTS(struct mp_params, c, "latency", "1:4M", "1000"),
+	PB_COMMON_OPTS(struct mp_params, c, "latency", "1:4M", NULL),
 	{ "window", 0, PB_OPT_U64, offsetof(struct mp_params, window), "64", 1, 4096, NULL, "N",
 	  "outstanding non-blocking messages per pair (bw, bibw, msgrate, loaded_lat streams)" },
 	{ "buffers", 0, PB_OPT_CHOICE, offsetof(struct mp_params, buffers), "fresh", 0, 0,
@@ -94,6 +94,7 @@ struct mp_guard {
 	void *ictx;
 	struct mp_ctx *ctx;
 	bool idle;                   /* a rank in no pair of this pattern: meets, moves nothing */
+	uint64_t window_ns;          /* the timed block's window (engine duration_s), 0 = a count */
 };
 
 static int mp_guard_prepare(void *g_, uint64_t size)
@@ -120,8 +121,7 @@ static int mp_guard_timed(void *g_, struct pb_timed *t)
 {
 	struct mp_guard *g = g_;
 
-	mp_watchdog_arm(g->ctx->wd, "the timed block",
-			g->ctx->timeout_ns + (uint64_t)(g->ctx->p->c.duration_s * 1e9));
+	mp_watchdog_arm(g->ctx->wd, "the timed block", g->ctx->timeout_ns + g->window_ns);
 	if (g->idle)
 		return 0;
 	return g->inner->timed(g->ictx, t);
@@ -151,6 +151,8 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 	bool sizes_given = pb_opts_given(mp_opts, MP_N_OPTS, res, "sizes");
 	unsigned list[PB_PIN_MAX];
 
+	if (pb_window_check(&p->c, err, len))
+		return -EINVAL;
 	if (p->halo_neighbours != 4 && p->halo_neighbours != 8)
 		snprintf(err, len, "invalid value for --halo-neighbours: %llu (accepted: 4 or 8)",
 			 (unsigned long long)p->halo_neighbours);
@@ -273,8 +275,15 @@ static void mp_engine_params(const struct mp_ctx *ctx, const struct mp_test *t, 
 	struct pb_run_facts facts = { .busy_procs = (unsigned)ctx->node_size,
 				      .cpus = ctx->node_cpus };
 
+	/* Collectives and halo align samples across ranks, block timing reads no clock: a count. */
+	bool time_stop = t->kind != MP_KIND_ALL && ctx->p->timing != PB_TIMING_BLOCK;
+
 	pb_run_engine_params(&t->info, "mpi", &ctx->p->c, mp_variant(ctx->p), ctx->p->window,
-			     pairs, ep);
+			     pairs, time_stop, ep);
+	/* Rank 0 gathers every rank's samples: room for at most MP_GATHER_MAX_SAMPLES in all. */
+	if (ep->method == PB_WM_TARGET && ep->iterations * (uint64_t)ctx->size > MP_GATHER_MAX_SAMPLES)
+		ep->iterations = MP_GATHER_MAX_SAMPLES / (uint64_t)ctx->size > ep->min_iterations ?
+				 MP_GATHER_MAX_SAMPLES / (uint64_t)ctx->size : ep->min_iterations;
 	ep->buffers = t->info.buffers ? pb_buffers_names[ctx->p->buffers] : NULL;
 	ep->block_timed = ctx->p->timing == PB_TIMING_BLOCK;
 	pb_flags_run(&facts, flags, len);
@@ -306,6 +315,7 @@ static int mp_run_round(struct mp_ctx *ctx, const struct mp_test *t, struct mp_m
 		char flags[96];
 
 		mp_engine_params(ctx, t, ctx->pairs, &ep, flags, sizeof(flags));
+		g.window_ns = (uint64_t)(ep.duration_s * 1e9);
 		if (ctx->pattern) {
 			ep.pattern = ctx->pattern->name;
 			ep.node_aggregates = true;
@@ -352,7 +362,11 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 	if (!rc)
 		rc = mp_world_report(ctx, t, argc, argv);
 	if (!rc) {
-		rc = mp_meet_create(ctx, t->kind == MP_KIND_ALL, &meet);
+		struct pb_engine_params ep;
+		char flags[96];
+
+		mp_engine_params(ctx, t, ctx->pairs ? ctx->pairs : 1, &ep, flags, sizeof(flags));
+		rc = mp_meet_create(ctx, t->kind == MP_KIND_ALL, &ep, &meet);
 		rc = mp_agree(ctx, rc, rc ? "cannot allocate the result buffers" : "");
 	}
 	if (!rc) {

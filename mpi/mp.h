@@ -112,6 +112,13 @@ struct mp_test {
 /* The end of a table. */
 #define MP_TESTS_END { .info = { .name = NULL } }
 
+/*
+ * Latency samples rank 0 gathers per point, at most (2^26 doubles, 512 MiB):
+ * in target mode a large job keeps fewer per pair (never fewer than
+ * --lat-samples; the pairs that fill them are flagged sample_cap).
+ */
+#define MP_GATHER_MAX_SAMPLES (1ull << 26)
+
 extern const struct mp_test mp_tests_latency[];
 extern const struct mp_test mp_tests_bw[];
 extern const struct mp_test mp_tests_loaded[];
@@ -155,7 +162,8 @@ int mp_agree(struct mp_ctx *ctx, int rc, const char *msg);
 /* --- mp_meet.c --- */
 struct mp_meet;
 /* per_iter_max: the aggregate is per-iteration max over ranks (collectives, halo). */
-int mp_meet_create(struct mp_ctx *ctx, bool per_iter_max, struct mp_meet **out);
+int mp_meet_create(struct mp_ctx *ctx, bool per_iter_max, const struct pb_engine_params *ep,
+		   struct mp_meet **out);
 void mp_meet_destroy(struct mp_meet *m);
 extern const struct pb_meet_ops mp_meet_ops;
 

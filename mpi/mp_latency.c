@@ -71,7 +71,7 @@ static void mp_pingpong_a_block(struct mp_ctx *ctx, void *sbuf, void *rbuf, int 
 	t->done = n;
 }
 
-/* Duration mode: until end_by_ns; samples into the histogram. */
+/* Window mode (-D): until end_by_ns; samples into the histogram. */
 static void mp_pingpong_a_duration(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count,
 				   struct pb_timed *t)
 {
@@ -93,9 +93,36 @@ static void mp_pingpong_a_duration(struct mp_ctx *ctx, void *sbuf, void *rbuf, i
 	t->done = n;
 }
 
+/*
+ * Target mode (the default): every sample kept, until the common deadline and min_iterations,
+ * at most t->iterations (the room in samples_ns); the ping that decides it is tagged STOP.
+ */
+static void mp_pingpong_a_target(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count,
+				 struct pb_timed *t)
+{
+	const uint64_t cap = t->iterations, min = t->min_iterations, end_by = t->end_by_ns;
+	uint64_t n = 0, t0, t1 = 0;
+	int tag;
+
+	t->start_ns = pb_clock_now_ns();
+	do {
+		t0 = pb_clock_now_ns();
+		tag = (t0 >= end_by && n + 1 >= min) || n + 1 >= cap ? MP_TAG_STOP : MP_TAG_DATA;
+		MPI_Send(sbuf, count, MPI_BYTE, ctx->peer, tag, MPI_COMM_WORLD);
+		MPI_Recv(rbuf, count, MPI_BYTE, ctx->peer, MP_TAG_DATA, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		t1 = pb_clock_now_ns();
+		t->samples_ns[n++] = (t1 - t0) / 2;
+	} while (tag != MP_TAG_STOP);
+	t->end_ns = t1;
+	t->done = n;
+}
+
 int mp_pingpong_a(struct mp_ctx *ctx, void *sbuf, void *rbuf, int count, struct pb_timed *t)
 {
-	if (t->end_by_ns)
+	if (t->end_by_ns && t->samples_ns)
+		mp_pingpong_a_target(ctx, sbuf, rbuf, count, t);
+	else if (t->end_by_ns)
 		mp_pingpong_a_duration(ctx, sbuf, rbuf, count, t);
 	else if (t->block)
 		mp_pingpong_a_block(ctx, sbuf, rbuf, count, t);

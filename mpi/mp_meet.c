@@ -42,7 +42,8 @@ struct mp_meet {
 	struct pb_hist *hists;
 };
 
-int mp_meet_create(struct mp_ctx *ctx, bool per_iter_max, struct mp_meet **out)
+int mp_meet_create(struct mp_ctx *ctx, bool per_iter_max, const struct pb_engine_params *ep,
+		   struct mp_meet **out)
 {
 	struct mp_meet *m = calloc(1, sizeof(*m));
 	size_t n = (size_t)ctx->size;
@@ -51,8 +52,9 @@ int mp_meet_create(struct mp_ctx *ctx, bool per_iter_max, struct mp_meet **out)
 		return -ENOMEM;
 	m->ctx = ctx;
 	m->per_iter_max = per_iter_max;
-	m->duration = ctx->p->c.duration_s > 0;
-	m->max_samples = m->duration ? 0 : ctx->p->c.iterations;
+	/* A window with a histogram (-D) gathers histograms; count and target, samples. */
+	m->duration = ep->method == PB_WM_WINDOW && ep->histogram;
+	m->max_samples = ep->method == PB_WM_WINDOW ? 0 : ep->iterations;
 	m->empty = malloc(sizeof(*m->empty));
 	if (!m->empty)
 		goto nomem;
@@ -97,14 +99,18 @@ void mp_meet_destroy(struct mp_meet *m)
 	free(m);
 }
 
-static int mp_meet_barrier(void *mctx, uint64_t *exit_ns)
+static int mp_meet_barrier(void *mctx, uint64_t *release_ns)
 {
 	struct mp_meet *m = mctx;
 	struct mp_ctx *ctx = m->ctx;
 
 	mp_watchdog_arm(ctx->wd, "the start barrier", ctx->timeout_ns);
 	MPI_Barrier(MPI_COMM_WORLD);
-	return shm_sync_barrier(ctx->shm, (unsigned)ctx->node_rank, ctx->timeout_ns, exit_ns);
+	/* Every node leaves MPI_Barrier within its exit skew; the node's release is its common start. */
+	int rc = shm_sync_barrier(ctx->shm, (unsigned)ctx->node_rank, ctx->timeout_ns, NULL);
+
+	*release_ns = rc ? 0 : shm_sync_release_ns(ctx->shm);
+	return rc;
 }
 
 static int mp_meet_publish(void *mctx, const struct pb_pair_result *r, const double *samples_us,

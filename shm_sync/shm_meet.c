@@ -52,11 +52,13 @@ void shm_meet_cleanup(struct shm_meet *m)
 	m->pooled = NULL;
 }
 
-static int shm_meet_barrier(void *ctx, uint64_t *exit_ns)
+static int shm_meet_barrier(void *ctx, uint64_t *release_ns)
 {
 	struct shm_meet *m = ctx;
+	int rc = shm_sync_barrier(m->sync, m->member, m->timeout_ns, NULL);
 
-	return shm_sync_barrier(m->sync, m->member, m->timeout_ns, exit_ns);
+	*release_ns = rc ? 0 : shm_sync_release_ns(m->sync);
+	return rc;
 }
 
 static int shm_meet_publish(void *ctx, const struct pb_pair_result *r, const double *samples_us,

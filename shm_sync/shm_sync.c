@@ -50,6 +50,7 @@ struct shm_sync_hdr {
 	alignas(SHM_SYNC_LINE) _Atomic uint32_t arrived;
 	alignas(SHM_SYNC_LINE) _Atomic uint32_t generation;
 	_Atomic uint32_t sleepers;  /* waiters inside futex_wait on generation */
+	_Atomic uint64_t release_ns[2]; /* when the last member arrived, by generation parity */
 	alignas(SHM_SYNC_LINE) _Atomic uint32_t joined;
 	alignas(SHM_SYNC_LINE) _Atomic int32_t aborted;
 	int32_t abort_member;
@@ -299,8 +300,9 @@ int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, u
 		return -ECANCELED;
 	atomic_store_explicit(&h->member[member].arrived_gen, gen + 1, memory_order_relaxed);
 	if (atomic_fetch_add_explicit(&h->arrived, 1, memory_order_acq_rel) + 1 == h->members) {
-		/* Last to arrive: reset the count, then open the next generation. */
+		/* Last to arrive: reset the count, stamp the release, then open the next generation. */
 		atomic_store_explicit(&h->arrived, 0, memory_order_relaxed);
+		atomic_store_explicit(&h->release_ns[(gen + 1) & 1], pb_clock_now_ns(), memory_order_relaxed);
 		atomic_fetch_add(&h->generation, 1); /* seq_cst: ordered before the sleepers read */
 		if (atomic_load(&h->sleepers))
 			shm_sync_futex_wake(&h->generation);
@@ -355,6 +357,13 @@ int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, u
 	if (exit_ns)
 		*exit_ns = now;
 	return 0;
+}
+
+uint64_t shm_sync_release_ns(const struct shm_sync *s)
+{
+	uint32_t gen = atomic_load_explicit(&s->hdr->generation, memory_order_acquire);
+
+	return atomic_load_explicit(&s->hdr->release_ns[gen & 1], memory_order_relaxed);
 }
 
 int shm_sync_wait_joined(struct shm_sync *s, uint64_t timeout_ns)

@@ -76,6 +76,14 @@ int shm_sync_remove(struct shm_sync *s);
 int shm_sync_barrier(struct shm_sync *s, unsigned member, uint64_t timeout_ns, uint64_t *exit_ns);
 
 /*
+ * The release time of the barrier this member passed last: the
+ * pb_clock_now_ns() of the last member to arrive, the same value for every
+ * member (a common start: windows end at it + their length).  Stable until
+ * the caller enters its next barrier; 0 before the first.
+ */
+uint64_t shm_sync_release_ns(const struct shm_sync *s);
+
+/*
  * Progress of the group: a member that completed work (iterations, messages)
  * bumps the counter; waiters that see it move know someone still works.
  */

@@ -177,7 +177,7 @@ static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, boo
 	start = pb_clock_now_ns();
 	if (!t)
 		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd);
-	else if (w->role->until_probe && !t->end_by_ns)
+	else if (w->role->until_probe && !t->hist)  /* count, target: the load lasts as the probe */
 		rc = vb_bw_run(w, VB_BW_UNTIL_STOP, slotted, 0, 0, &posted, &recvd);
 	else if (t->end_by_ns)
 		rc = vb_bw_run(w, VB_BW_DURATION, slotted, 0, t->end_by_ns, &posted, &recvd);

@@ -73,11 +73,14 @@ static inline int vb_lat_wait_cqe(struct vb_worker *w, struct vb_watch *s, const
 	return wc.status == IBV_WC_SUCCESS ? 0 : vb_wc_error(w, &wc);
 }
 
-enum vb_lat_mode { VB_LAT_WARMUP, VB_LAT_COUNT, VB_LAT_DURATION };
+enum vb_lat_mode { VB_LAT_WARMUP, VB_LAT_COUNT, VB_LAT_DURATION, VB_LAT_TARGET };
 
 /*
  * The loop.  WARMUP: n iterations, no clock; COUNT: n samples into
- * t->samples_ns; DURATION: into t->hist until a stamp reaches t->end_by_ns.
+ * t->samples_ns; DURATION (-D): into t->hist until a stamp reaches
+ * t->end_by_ns; TARGET (the default): into t->samples_ns until a stamp
+ * reaches t->end_by_ns with at least t->min_iterations samples, or the
+ * t->iterations samples there is room for are taken.
  * *done = iterations completed.  0 or -errno.
  */
 static inline __attribute__((always_inline)) int
@@ -86,13 +89,13 @@ vb_lat_loop(struct vb_worker *w, const enum vb_lat_mode mode,
 	    const unsigned rtt_div, struct pb_timed *t, uint64_t n, uint64_t *done)
 {
 	struct vb_watch s;
-	uint64_t *samples = mode == VB_LAT_COUNT ? t->samples_ns : NULL;
+	uint64_t *samples = mode == VB_LAT_COUNT || mode == VB_LAT_TARGET ? t->samples_ns : NULL;
 	uint64_t i, now, prev = mode == VB_LAT_WARMUP ? 0 : t->start_ns;
 	int rc = 0;
 
 	/* Each completed iteration is progress: the per-wait deadline counts from the last one. */
 	vb_watch_start(w, &s, "the peer", false);
-	for (i = 0; mode == VB_LAT_DURATION || i < n; i++) {
+	for (i = 0; mode == VB_LAT_DURATION || mode == VB_LAT_TARGET || i < n; i++) {
 		s.progress = i;
 		if ((rc = iter(w, &s, i)))
 			break;
@@ -104,12 +107,17 @@ vb_lat_loop(struct vb_worker *w, const enum vb_lat_mode mode,
 		if (mode == VB_LAT_WARMUP)
 			continue;
 		now = pb_clock_now_ns();
-		if (mode == VB_LAT_COUNT)
+		if (mode == VB_LAT_COUNT || mode == VB_LAT_TARGET)
 			samples[i] = (now - prev) / rtt_div;
 		else
 			pb_hist_add(t->hist, (now - prev) / rtt_div);
 		prev = now;
 		if (mode == VB_LAT_DURATION && now >= t->end_by_ns) {
+			i++;
+			break;
+		}
+		if (mode == VB_LAT_TARGET &&
+		    ((now >= t->end_by_ns && i + 1 >= t->min_iterations) || i + 1 >= t->iterations)) {
 			i++;
 			break;
 		}
@@ -139,7 +147,9 @@ vb_lat_timed(struct vb_worker *w, struct pb_timed *t,
 
 	w->stream_no++;
 	t->start_ns = pb_clock_now_ns();
-	if (t->end_by_ns)
+	if (t->end_by_ns && t->samples_ns)
+		rc = vb_lat_loop(w, VB_LAT_TARGET, iter, rtt_div, t, 0, &done);
+	else if (t->end_by_ns)
 		rc = vb_lat_loop(w, VB_LAT_DURATION, iter, rtt_div, t, 0, &done);
 	else
 		rc = vb_lat_loop(w, VB_LAT_COUNT, iter, rtt_div, t, t->iterations, &done);

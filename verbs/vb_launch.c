@@ -395,7 +395,7 @@ struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 	struct pb_engine_params ep;
 
 	pb_run_engine_params(&p->test_desc->info, "verbs", &p->c, vb_variant(p), p->tx_depth,
-			     p->pairs, &ep);
+			     p->pairs, true, &ep);
 	/* The node's capacity: every device used (once); each device's own in its label. */
 	ep.link_gbit_s = 0;
 	for (unsigned d = 0; d < L->sh->ndev; d++) {
@@ -537,7 +537,11 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 	int rc, code;
 
 	L.members = p->loopback ? 2 * p->pairs : p->pairs;
-	L.max_samples = p->c.duration_s > 0 ? 1 : p->c.iterations;
+	/* Room in each shm result slot: the samples of a count or a target (pb_window.h). */
+	struct pb_engine_params ep0;
+
+	pb_run_engine_params(&p->test_desc->info, "verbs", &p->c, NULL, 0, p->pairs, true, &ep0);
+	L.max_samples = ep0.method == PB_WM_WINDOW ? 1 : ep0.iterations;
 	vb_signals();
 	vb_block_sigchld();
 	L.sh = mmap(NULL, sizeof(*L.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

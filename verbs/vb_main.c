@@ -8,6 +8,7 @@
 #include "pb_csv.h"
 #include "pb_log.h"
 #include "pb_opts.h"
+#include "pb_window.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -173,7 +174,7 @@ static const char *const vb_cm_names[] = { "rdma_cm", "tcp", NULL };
 
 #define VB_P struct vb_params
 static const struct pb_opt vb_opts[] = {
-	PB_COMMON_OPTS(VB_P, c, "write_lat", "8,4K,64K", "1000"),
+	PB_COMMON_OPTS(VB_P, c, "write_lat", "8,4K,64K", NULL),
 	/* several devices (issue 13, multidev): -d LIST|all, --pair-devices */
 	{ "device", 'd', PB_OPT_STRING, offsetof(VB_P, device), NULL, 0, 0, NULL, "DEV[,DEV...]|all",
 	  "RDMA device(s): a name, a list (pairs round-robin over it), or all (every device with an ACTIVE port); default: the first one" },
@@ -382,7 +383,7 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 		pb_log_error("%s needs --pairs >= %u", t->info.name, t->info.min_pairs);
 		return -EINVAL;
 	}
-	if (pb_common_check(&p->c, err, sizeof(err))) {
+	if (pb_common_check(&p->c, err, sizeof(err)) || pb_window_check(&p->c, err, sizeof(err))) {
 		pb_log_error("%s", err);
 		return -EINVAL;
 	}

@@ -210,7 +210,8 @@ static int vb_validate_one(struct vb_worker *w, uint64_t k, bool selftest, unsig
 int vb_validate_run(struct vb_worker *w, bool selftest)
 {
 	const struct vb_params *p = w->p;
-	uint64_t iters = p->c.iterations < 8 ? p->c.iterations : 8;
+	/* -n when given and below 8; else 8 (validation is not timed: no window). */
+	uint64_t iters = p->c.iterations && p->c.iterations < 8 ? p->c.iterations : 8;
 	/* Every QP of --qps carries at least one checked message of every size. */
 	if (iters < w->nqp)
 		iters = w->nqp;

@@ -54,7 +54,7 @@ static void test_header_and_row(void)
 	second = strchr(text, '\n') + 1;
 	CHECK_EQ_INT(count_fields(second), PB_COL_COUNT);
 	CHECK(strstr(second, "\"peer said \"\"no\"\", twice\"") != NULL);
-	CHECK(!strncmp(second, "3,verbs,", 8));
+	CHECK(!strncmp(second, "4,verbs,", 8));
 	CHECK_STR(row.cell[PB_COL_link_pct], "");
 	CHECK_STR(row.cell[PB_COL_lat_us_p50], "1.23456789");
 	fclose(f);
@@ -68,7 +68,7 @@ static void test_schema_print(void)
 
 	pb_schema_print(f);
 	text = read_all(f);
-	CHECK(!strncmp(text, "pairbench-schema 3\n", 19));
+	CHECK(!strncmp(text, "pairbench-schema 4\n", 19));
 	for (char *p = text; *p; p++)
 		lines += *p == '\n';
 	CHECK_EQ_INT(lines, PB_COL_COUNT + 1);
@@ -87,10 +87,54 @@ static struct pb_pair_result bw_pair(unsigned id, uint64_t start, uint64_t end, 
 	return r;
 }
 
+/*
+ * The pairs' end spread and the window all of them ran in; tail_dominated exactly when the
+ * ends spread by more than PB_TAIL_FRACTION of the aggregate's window.
+ */
+static void test_end_spread(void)
+{
+	struct pb_point_desc pt = { "mpi", "bw", NULL, NULL, 1000, 2, 0, false, NULL, NULL, 0, false,
+				    "count", 0 };
+	struct pb_pair_result res[2] = {
+		bw_pair(0, 0, 100000000, 1000000),      /* 0 .. 100 ms */
+		bw_pair(1, 1000, 104000000, 1000000),   /* 1 us .. 104 ms: 4 ms apart, 3.8 % */
+	};
+	struct pb_row rows[3];
+
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, NULL, 0, rows), 0);
+	CHECK_STR(rows[2].cell[PB_COL_end_spread_us], "4000");
+	CHECK_STR(rows[2].cell[PB_COL_overlap_s], "0.099999");
+	CHECK_STR(rows[2].cell[PB_COL_duration_s], "0.104");
+	CHECK_STR(rows[2].cell[PB_COL_window_method], "count");
+	CHECK_STR(rows[0].cell[PB_COL_window_method], "count");
+	CHECK_STR(rows[2].cell[PB_COL_window_s], "");
+	CHECK(strstr(rows[2].cell[PB_COL_flags], "tail_dominated") == NULL);
+	/* 6 ms apart over 106 ms: 5.7 % > 5 %, flagged on the aggregate only */
+	res[1].end_ns = 106000000;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, NULL, 0, rows), 0);
+	CHECK_STR(rows[2].cell[PB_COL_end_spread_us], "6000");
+	CHECK(strstr(rows[2].cell[PB_COL_flags], "tail_dominated") != NULL);
+	CHECK(strstr(rows[1].cell[PB_COL_flags], "tail_dominated") == NULL);
+	/* Pairs that never ran at the same time: no overlap. */
+	res[1].start_ns = 101000000;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, NULL, 0, rows), 0);
+	CHECK_STR(rows[2].cell[PB_COL_overlap_s], "0");
+	/* A common window: the method and its length in every row. */
+	pt.window_method = "window";
+	pt.window_s = 0.2;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 2, NULL, 0, rows), 0);
+	CHECK_STR(rows[0].cell[PB_COL_window_s], "0.2");
+	CHECK_STR(rows[2].cell[PB_COL_window_method], "window");
+	/* One bandwidth pair: nothing to be tail-dominated by. */
+	res[0].end_ns = 10000000;
+	CHECK_EQ_INT(pb_result_rows(&pt, res, 1, NULL, 0, rows), 0);
+	CHECK(strstr(rows[1].cell[PB_COL_flags], "tail_dominated") == NULL);
+}
+
 /* Aggregate = sum of bytes over the global window, never a sum of per-pair rates. */
 static void test_aggregate_window(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 2, 100.0, false, "fresh", NULL, 0, false };
+	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 2, 100.0, false, "fresh", NULL, 0, false, NULL, 0 };
 	struct pb_pair_result res[2] = {
 		bw_pair(0, 0, 1000000, 1000000),       /* 1 MB in 1 ms  = 8 Gbit/s */
 		bw_pair(1, 1000000, 2000000, 1000000), /* 1 MB in the next ms, no overlap */
@@ -136,7 +180,7 @@ static void test_aggregate_window(void)
 
 static void test_error_rows(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 64, 2, 0, false, NULL, NULL, 0, false };
+	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 64, 2, 0, false, NULL, NULL, 0, false, NULL, 0 };
 	struct pb_pair_result res[2] = { { .pair_id = 0, .has_lat = 1, .cpu = -1, .numa_node = -1 },
 					 { .pair_id = 1, .cpu = -1, .numa_node = -1 } };
 	struct pb_row rows[3];
@@ -202,7 +246,7 @@ static struct pb_pair_result lat_pair(unsigned id, double p50, double p99, uint6
 /* The worst pair is visible on the aggregate row; empty where it does not apply. */
 static void test_worst_pair(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 8, 4, 0, false, NULL, NULL, 0, false };
+	struct pb_point_desc pt = { "verbs", "write_lat", NULL, "half_rtt", 8, 4, 0, false, NULL, NULL, 0, false, NULL, 0 };
 	struct pb_pair_result res[4] = { lat_pair(0, 2.0, 3.0, 100), lat_pair(1, 2.1, 3.1, 100),
 					 lat_pair(2, 4.2, 6.5, 100), lat_pair(3, 2.0, 9.0, 100) };
 	double pooled[4] = { 2.0, 2.1, 4.2, 2.0 };
@@ -241,7 +285,7 @@ static void test_worst_pair(void)
  * mean, flagged, every other statistic empty (not a percentile of means). */
 static void test_block_timed(void)
 {
-	struct pb_point_desc pt = { "mpi", "latency", NULL, "half_rtt", 8, 3, 0, false, "peer", NULL, 0, true };
+	struct pb_point_desc pt = { "mpi", "latency", NULL, "half_rtt", 8, 3, 0, false, "peer", NULL, 0, true, NULL, 0 };
 	struct pb_pair_result res[3] = { lat_pair(0, 2.0, 3.0, 100), lat_pair(1, 2.0, 3.0, 300),
 					 lat_pair(2, 9.0, 9.0, 50) };
 	struct pb_row rows[4];
@@ -274,7 +318,7 @@ static void test_block_timed(void)
 /* Bandwidth: the slowest pair and its share of the mean pair. */
 static void test_min_pair_bw(void)
 {
-	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 4, 0, false, NULL, NULL, 0, false };
+	struct pb_point_desc pt = { "verbs", "write_bw", NULL, NULL, 1000, 4, 0, false, NULL, NULL, 0, false, NULL, 0 };
 	struct pb_pair_result res[4] = {
 		bw_pair(0, 0, 1000000, 1000000),   /* 8 Gbit/s */
 		bw_pair(1, 0, 1000000, 1000000),   /* 8 */
@@ -299,7 +343,7 @@ static void test_min_pair_bw(void)
  */
 static void test_loaded_aggregate(void)
 {
-	struct pb_point_desc pt = { "mpi", "loaded_lat", NULL, "half_rtt", 1000, 3, 0, false, NULL, NULL, 0, false };
+	struct pb_point_desc pt = { "mpi", "loaded_lat", NULL, "half_rtt", 1000, 3, 0, false, NULL, NULL, 0, false, NULL, 0 };
 	struct pb_pair_result res[3] = {
 		lat_pair(0, 5.0, 7.0, 1000),
 		bw_pair(1, 100, 1000100, 1000000),
@@ -330,6 +374,7 @@ int main(void)
 	test_header_and_row();
 	test_schema_print();
 	test_aggregate_window();
+	test_end_spread();
 	test_error_rows();
 	TEST_DONE();
 }

@@ -18,6 +18,7 @@
 
 #define PAIRS 3
 #define ITERS 200
+#define MAX_SAMPLES 800   /* shm room per pair; the target test's capacity */
 
 struct fake {
 	unsigned pair;
@@ -25,10 +26,53 @@ struct fake {
 	uint64_t base_ns;
 };
 
+/* How the run of a test is timed (pb_window.h): count, or the window / target tests below. */
+static enum pb_window_method g_method = PB_WM_COUNT;
+#define WINDOW_NS 2000000ull   /* window test: 2 ms */
+#define TARGET_NS 1000000ull   /* target test: 1 ms */
+#define TARGET_MIN 400
+
+/*
+ * A deadline (window, target): the fake derives the common start from it and
+ * runs in fake time.  window (bandwidth): pair p starts p us after the start,
+ * moves one message per (p + 1) us and stops at the deadline.  target
+ * (latency): one iteration per (p + 1) us, as many as reach the deadline and
+ * --lat-samples, at most the room it was given.
+ */
+static int fake_until(const struct fake *f, struct pb_timed *t)
+{
+	uint64_t cost = (f->pair + 1) * 1000ull;
+
+	if (g_method == PB_WM_WINDOW) {
+		t->start_ns = t->end_by_ns - WINDOW_NS + f->pair * 1000ull;
+		t->end_ns = t->end_by_ns;
+		t->messages = (t->end_ns - t->start_ns) / cost;
+		t->bytes = t->messages * t->msg_size_bytes;
+		t->done = t->messages;
+		t->has_bw = true;
+		return 0;
+	}
+	uint64_t n = (TARGET_NS + cost - 1) / cost;
+
+	if (n < t->min_iterations)
+		n = t->min_iterations;
+	if (n > t->iterations)
+		n = t->iterations;
+	for (uint64_t i = 0; i < n; i++)
+		t->samples_ns[i] = cost;
+	t->start_ns = t->end_by_ns - TARGET_NS;
+	t->end_ns = t->start_ns + n * cost;
+	t->done = n;
+	t->has_lat = true;
+	return 0;
+}
+
 static int fake_timed(void *ctx, struct pb_timed *t)
 {
 	struct fake *f = ctx;
 
+	if (t->end_by_ns)
+		return fake_until(f, t);
 	if (f->fail_at_size == t->msg_size_bytes) {
 		snprintf(t->error, sizeof(t->error), "fake completion error on QP %u", 100 + f->pair);
 		return -EIO;
@@ -68,6 +112,16 @@ static int run_member(struct shm_sync *s, unsigned pair, uint64_t fail_at, FILE 
 	struct pb_engine_role role = { .measuring = true, .leader = pair == 0, .pair_id = pair,
 				       .cpu = -1, .numa_node = -1, .host = "nodeA", .peer = "nodeB" };
 
+	if (g_method == PB_WM_WINDOW) {
+		p.method = PB_WM_WINDOW;
+		p.duration_s = (double)WINDOW_NS / 1e9;
+		p.test = "fake_bw";
+	} else if (g_method == PB_WM_TARGET) {
+		p.method = PB_WM_TARGET;
+		p.duration_s = (double)TARGET_NS / 1e9;
+		p.iterations = MAX_SAMPLES;
+		p.min_iterations = TARGET_MIN;
+	}
 	if (g_node_aggregates) {
 		p.pattern = "shift:1";
 		p.node_aggregates = true;
@@ -80,7 +134,7 @@ static int run_member(struct shm_sync *s, unsigned pair, uint64_t fail_at, FILE 
 
 	if (rc)
 		return rc;
-	shm_meet_init(&m, s, pair, PAIRS, ITERS, 5000000000ull);
+	shm_meet_init(&m, s, pair, PAIRS, MAX_SAMPLES, 5000000000ull);
 	rc = pb_engine_run(&p, &role, &shm_meet_ops, &m, &fake_ops, &f, &sink);
 	shm_meet_cleanup(&m);
 	return rc;
@@ -93,7 +147,7 @@ static int run_group(unsigned failing_pair, uint64_t fail_at, FILE *csv, int *ch
 	pid_t pid[PAIRS];
 	int rc;
 
-	CHECK_EQ_INT(shm_sync_create(PAIRS, 64, shm_meet_extra_bytes(PAIRS, ITERS), true, &s), 0);
+	CHECK_EQ_INT(shm_sync_create(PAIRS, 64, shm_meet_extra_bytes(PAIRS, MAX_SAMPLES), true, &s), 0);
 	for (unsigned i = 1; i < PAIRS; i++) {
 		pid[i] = fork();
 		if (pid[i] == 0)
@@ -158,11 +212,20 @@ static void test_all_ok(void)
 	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 1)); /* header + (3 pairs + aggregate) per size */
 	for (int i = 0; i < n; i++)
 		CHECK_EQ_INT(field(lines[i], 0, v, sizeof(v)), PB_COL_COUNT);
-	/* The run's flags (pb_flags_run) on every row, pair and aggregate. */
+	/*
+	 * The run's flags (pb_flags_run) on every row, pair and aggregate.  With a fixed count the
+	 * fake's pairs end 1 ms apart in a 4 ms window: the aggregate is tail-dominated.
+	 */
 	for (int i = 1; i < n; i++) {
 		field(lines[i], PB_COL_flags, v, sizeof(v));
-		CHECK_STR(v, "oversubscribed");
+		CHECK_STR(v, i % (PAIRS + 1) ? "oversubscribed" : "tail_dominated;oversubscribed");
 	}
+	field(lines[4], PB_COL_end_spread_us, v, sizeof(v));
+	CHECK_STR(v, "2000");
+	field(lines[4], PB_COL_overlap_s, v, sizeof(v));
+	CHECK_STR(v, "0");    /* pair 0 ends (2 ms) as pair 2 starts (2 ms) */
+	field(lines[4], PB_COL_window_method, v, sizeof(v));
+	CHECK_STR(v, "count");
 	/* size 8, pair 1: samples 2000..2199 ns -> p50 = rank 100 = 2099 ns */
 	field(lines[2], PB_COL_pair_id, v, sizeof(v));
 	CHECK_STR(v, "1");
@@ -360,8 +423,93 @@ static void test_meet_aborted(void)
 	shm_sync_detach(s);
 }
 
+/*
+ * A common window: every pair stops at one deadline, the node barrier's release + the window
+ * (the fake stops exactly there, so pairs given different deadlines would end apart), and the
+ * aggregate is the sum of the bytes over that one window.
+ */
+static void test_common_window(void)
+{
+	FILE *csv = tmpfile();
+	char v[256];
+	int child_fail, n;
+
+	g_method = PB_WM_WINDOW;
+	CHECK_EQ_INT(run_group(PAIRS, 0, csv, &child_fail), 0);
+	g_method = PB_WM_COUNT;
+	CHECK_EQ_INT(child_fail, 0);
+	n = read_lines(csv);
+	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 1));
+	for (int i = 1; i < n; i++) {
+		field(lines[i], PB_COL_window_method, v, sizeof(v));
+		CHECK_STR(v, "window");
+		field(lines[i], PB_COL_window_s, v, sizeof(v));
+		CHECK_STR(v, "0.002");
+	}
+	/* size 8: pairs 0, 1, 2 move 2000, 999, 666 messages; their ends do not spread */
+	field(lines[4], PB_COL_pair_id, v, sizeof(v));
+	CHECK_STR(v, "all");
+	field(lines[4], PB_COL_end_spread_us, v, sizeof(v));
+	CHECK_STR(v, "0");
+	field(lines[4], PB_COL_duration_s, v, sizeof(v));
+	CHECK_STR(v, "0.002");
+	field(lines[4], PB_COL_iterations, v, sizeof(v));
+	CHECK_STR(v, "3665");
+	/* 3665 messages x 8 B / 2 ms = 14.66 MB/s */
+	field(lines[4], PB_COL_bw_mbyte_s, v, sizeof(v));
+	CHECK_STR(v, "14.66");
+	field(lines[4], PB_COL_flags, v, sizeof(v));
+	CHECK_STR(v, "oversubscribed");
+	fclose(csv);
+}
+
+/*
+ * Latency by a target time: each pair samples until the deadline and TARGET_MIN samples,
+ * whichever is later, at most the room it has (flagged sample_cap); rows record the counts.
+ */
+static void test_target_counts(void)
+{
+	FILE *csv = tmpfile();
+	char v[256];
+	int child_fail, n;
+
+	g_method = PB_WM_TARGET;
+	CHECK_EQ_INT(run_group(PAIRS, 0, csv, &child_fail), 0);
+	g_method = PB_WM_COUNT;
+	CHECK_EQ_INT(child_fail, 0);
+	n = read_lines(csv);
+	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 1));
+	/* pair 0: 1 us each, 1000 would reach 1 ms: capped at 800 */
+	field(lines[1], PB_COL_iterations, v, sizeof(v));
+	CHECK_STR(v, "800");
+	field(lines[1], PB_COL_flags, v, sizeof(v));
+	CHECK_STR(v, "sample_cap;oversubscribed");
+	/* pair 1: 2 us each, 500 reach the deadline */
+	field(lines[2], PB_COL_iterations, v, sizeof(v));
+	CHECK_STR(v, "500");
+	field(lines[2], PB_COL_lat_us_p50, v, sizeof(v));
+	CHECK_STR(v, "2");
+	/* pair 2: 3 us each, 334 reach it, but at least 400 */
+	field(lines[3], PB_COL_iterations, v, sizeof(v));
+	CHECK_STR(v, "400");
+	field(lines[3], PB_COL_flags, v, sizeof(v));
+	CHECK_STR(v, "oversubscribed");
+	field(lines[4], PB_COL_iterations, v, sizeof(v));
+	CHECK_STR(v, "1700");
+	field(lines[4], PB_COL_window_method, v, sizeof(v));
+	CHECK_STR(v, "target");
+	field(lines[4], PB_COL_window_s, v, sizeof(v));
+	CHECK_STR(v, "0.001");
+	/* pooled: 800 x 1, 500 x 2, 400 x 3 us: p50 (rank 850 of 1700) = 2 us */
+	field(lines[4], PB_COL_lat_us_p50, v, sizeof(v));
+	CHECK_STR(v, "2");
+	fclose(csv);
+}
+
 int main(void)
 {
+	test_common_window();
+	test_target_counts();
 	test_all_ok();
 	test_node_aggregates();
 	test_failing_pair();
