@@ -11,6 +11,22 @@ class UsageError(Exception):
     exit_code = 2
 
 
+class RunFailure(UsageError):
+    """Valid input, but a step could not finish (an executable that does not answer the
+    sweep's start-up probe within --timeout): exit code 1, one line, no traceback."""
+
+    exit_code = 1
+
+
+class Interrupted(UsageError):
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) before anything was measured: exit code
+    128 + N, one line."""
+
+    def __init__(self, signum: int, message: str) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum
+
+
 _LONG_WORD = re.compile(r"\S{81,}")
 
 

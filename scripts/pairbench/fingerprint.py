@@ -13,6 +13,7 @@ import re
 import shutil
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pairbench import __version__, procutil
@@ -25,17 +26,21 @@ def _read(path: Path | str) -> str | None:
         return None
 
 
-def _cmd(argv: list[str], timeout_s: float = 10.0) -> str | None:
-    """stdout of a command, or None if it is not installed / fails."""
+Stop = Callable[[], bool] | None
+
+
+def _cmd(argv: list[str], stop: Stop = None, timeout_s: float = 10.0) -> str | None:
+    """stdout of a command, or None if it is not installed / fails / does not finish within
+    timeout_s / stop() turned true (it runs in its own process group, killed then)."""
     if shutil.which(argv[0]) is None:
         return None
-    p = procutil.run_captured(argv, timeout_s)
+    p = procutil.run_captured(argv, timeout_s, stop)
     if p is None:
         return None
     return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
 
 
-def cpu_info() -> dict:
+def cpu_info(stop: Stop = None) -> dict:
     info: dict = {"model": None, "logical_cpus": os.cpu_count(), "cores": None, "sockets": None,
                   "threads_per_core": None, "smt_active": None, "governor": None, "flags": None,
                   "clocksource": None}
@@ -46,7 +51,7 @@ def cpu_info() -> dict:
     if m:
         wanted = {"constant_tsc", "nonstop_tsc", "avx2", "avx512f", "hypervisor"}
         info["flags"] = sorted(wanted & set(m.group(1).split()))
-    lscpu = _cmd(["lscpu", "-J"])
+    lscpu = _cmd(["lscpu", "-J"], stop)
     if lscpu:
         try:
             fields = {e["field"].rstrip(":"): e["data"] for e in json.loads(lscpu)["lscpu"]}
@@ -75,16 +80,16 @@ def cpu_info() -> dict:
     return info
 
 
-def numa_info() -> dict:
+def numa_info(stop: Stop = None) -> dict:
     nodes = {}
     for n in sorted(Path("/sys/devices/system/node").glob("node[0-9]*")):
         nodes[n.name] = _read(n / "cpulist")
     return {"nodes": nodes or None,
             "hwloc_synthetic": _cmd(["lstopo-no-graphics", "--of", "synthetic",
-                                     "--no-io"])}
+                                     "--no-io"], stop)}
 
 
-def _pci_info(dev: Path) -> dict:
+def _pci_info(dev: Path, stop: Stop = None) -> dict:
     pci = dev / "device"
     out: dict = {"pci_address": None, "pcie_link_speed": _read(pci / "current_link_speed"),
                  "pcie_link_width": _read(pci / "current_link_width"), "max_read_req": None,
@@ -95,13 +100,13 @@ def _pci_info(dev: Path) -> dict:
         out["pci_address"] = pci.resolve().name
     except OSError:
         return out
-    lspci = _cmd(["lspci", "-vv", "-s", out["pci_address"]])
+    lspci = _cmd(["lspci", "-vv", "-s", out["pci_address"]], stop)
     m = re.search(r"MaxReadReq (\d+ bytes)", lspci or "")
     out["max_read_req"] = m.group(1) if m else None  # needs root for lspci -vv; else null
     return out
 
 
-def rdma_devices() -> list[dict] | None:
+def rdma_devices(stop: Stop = None) -> list[dict] | None:
     base = Path("/sys/class/infiniband")
     if not base.is_dir():
         return None
@@ -114,24 +119,25 @@ def rdma_devices() -> list[dict] | None:
             entry["ports"][port.name] = {"link_layer": _read(port / "link_layer"),
                                          "rate": _read(port / "rate"),
                                          "state": _read(port / "state")}
-        entry.update(_pci_info(dev))
+        entry.update(_pci_info(dev, stop))
         devs.append(entry)
     return devs
 
 
-def package_version(pkg: str) -> str | None:
-    return _cmd(["dpkg-query", "-W", "-f", "${Version}", pkg])
+def package_version(pkg: str, stop: Stop = None) -> str | None:
+    return _cmd(["dpkg-query", "-W", "-f", "${Version}", pkg], stop)
 
 
-def mpi_info() -> dict:
-    text = _cmd(["ompi_info", "--version"]) or _cmd(["mpirun", "--version"])
+def mpi_info(stop: Stop = None) -> dict:
+    text = _cmd(["ompi_info", "--version"], stop) or _cmd(["mpirun", "--version"], stop)
     first = text.splitlines()[0].strip() if text else None
     return {"library_version": first, "mpirun": shutil.which("mpirun")}
 
 
-def git_info(repo: Path) -> dict:
-    commit = _cmd(["git", "-C", str(repo), "rev-parse", "HEAD"])
-    status = _cmd(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"])
+def git_info(repo: Path, stop: Stop = None) -> dict:
+    commit = _cmd(["git", "-C", str(repo), "rev-parse", "HEAD"], stop)
+    status = _cmd(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                  stop)
     return {"commit": commit, "dirty": None if commit is None else bool(status)}
 
 
@@ -141,20 +147,21 @@ def os_release() -> str | None:
     return m.group(1) if m else None
 
 
-def gather(repo: Path, argv: list[str] | None = None) -> dict:
-    """The fingerprint of this machine, now."""
+def gather(repo: Path, argv: list[str] | None = None, stop: Stop = None) -> dict:
+    """The fingerprint of this machine, now; its helper commands end early (as unknown)
+    once stop() turns true."""
     return {
         "host": socket.gethostname(),
         "kernel": platform.release(),
         "os": os_release(),
-        "cpu": cpu_info(),
-        "numa": numa_info(),
-        "rdma_devices": rdma_devices(),
-        "rdma_core_version": package_version("rdma-core"),
-        "libibverbs_version": package_version("libibverbs1"),
-        "mpi": mpi_info(),
+        "cpu": cpu_info(stop),
+        "numa": numa_info(stop),
+        "rdma_devices": rdma_devices(stop),
+        "rdma_core_version": package_version("rdma-core", stop),
+        "libibverbs_version": package_version("libibverbs1", stop),
+        "mpi": mpi_info(stop),
         "pairbench_version": __version__,
-        "git": git_info(repo),
+        "git": git_info(repo, stop),
         "python": sys.version.split()[0],
         "command_line": list(argv if argv is not None else sys.argv),
         "rig": {k: os.environ.get(k) for k in

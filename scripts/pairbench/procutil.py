@@ -12,24 +12,57 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO
 
 POLL_S = 0.05
 
 
-def run_captured(argv: list[str], timeout_s: float = 10.0, **kwargs: object
+@dataclass(frozen=True)
+class Bounded:
+    """What run_bounded saw: state "exited" (result holds the exit code and output),
+    "deadline" or "stopped" (the process group was killed; result holds what it had
+    printed), or "cannot start" (result None, why says it)."""
+
+    state: str
+    result: subprocess.CompletedProcess[str] | None
+    why: str = ""
+
+
+def run_bounded(argv: list[str], timeout_s: float, stop: Callable[[], bool] | None = None,
+                grace_s: float = 1.0, **kwargs: object) -> Bounded:
+    """Run a helper command to completion in its own process group, stdin closed, stdout and
+    stderr captured as text (through temporary files: a child it leaves behind cannot hold
+    the driver on a pipe). On the deadline or when stop() turns true (checked every POLL_S)
+    the whole group is ended (kill_group), the helper's own children with it."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    start_new_session=True, **kwargs)  # type: ignore[call-overload]
+        except OSError as exc:
+            return Bounded("cannot start", None, exc.strerror or str(exc))
+        state = wait(proc, time.monotonic() + timeout_s, stop)
+        if state != "exited":
+            kill_group(proc, grace_s)
+        texts = []
+        for f in (out, err):
+            f.seek(0)
+            texts.append(f.read().decode("utf-8", "replace"))
+        return Bounded(state, subprocess.CompletedProcess(argv, proc.returncode, *texts))
+
+
+def run_captured(argv: list[str], timeout_s: float = 10.0,
+                 stop: Callable[[], bool] | None = None, **kwargs: object
                  ) -> subprocess.CompletedProcess[str] | None:
-    """Run a helper command to completion, stdout and stderr captured as text, stdin
-    closed. None when it cannot start or does not finish within timeout_s (then it has
-    been killed)."""
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
-                              stdin=subprocess.DEVNULL, check=False, **kwargs)  # type: ignore[call-overload]
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    """run_bounded for a helper whose failure only means "unknown": the result when it
+    exited, None when it cannot start, did not finish within timeout_s or was stopped (its
+    process group has then been killed)."""
+    res = run_bounded(argv, timeout_s, stop, **kwargs)
+    return res.result if res.state == "exited" else None
 
 
 def kill_group(proc: subprocess.Popen, grace_s: float) -> None:

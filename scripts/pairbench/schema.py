@@ -7,10 +7,10 @@ executables (tests/python/test_schema.py compares all three).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pairbench import procutil
 from pairbench.columns import (
     COLUMNS,
     READABLE_VERSIONS,
@@ -30,7 +30,7 @@ FLOAT_COLUMNS = frozenset(
     {"lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999", "lat_us_max",
      "lat_us_mean", "lat_us_stdev", "bw_gbit_s", "bw_mbyte_s", "msg_rate_per_s", "link_pct",
      "start_skew_us", "fairness", "worst_lat_us_p50", "worst_lat_us_p99", "min_pair_bw_gbit_s",
-     "min_pair_bw_share", "duration_s"}
+     "min_pair_bw_share", "duration_s", "window_s", "overlap_s", "end_spread_us"}
 )
 NUMERIC_COLUMNS = INT_COLUMNS | FLOAT_COLUMNS
 # Integer-valued but kept as strings: they are part of a point's identity (groupby keys),
@@ -66,12 +66,13 @@ def parse_schema_header(path: Path) -> tuple[int, list[str]]:
 
 
 def read_binary_schema(binary: Path | str, timeout_s: float = 120.0) -> tuple[int, list[str]]:
-    """Run `BINARY --print-schema` and parse it."""
-    try:
-        proc = subprocess.run([str(binary), "--print-schema"], capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UsageError(f"cannot run {binary} --print-schema: {exc}") from None
+    """Run `BINARY --print-schema` (in its own process group, ended as a group after
+    timeout_s) and parse it."""
+    res = procutil.run_bounded([str(binary), "--print-schema"], timeout_s)
+    proc = res.result
+    if res.state != "exited" or proc is None:
+        why = res.why or f"no answer within {timeout_s:g} s (process group killed)"
+        raise UsageError(f"cannot run {binary} --print-schema: {why}")
     if proc.returncode != 0:
         raise UsageError(f"{binary} --print-schema exited {proc.returncode}: "
                          f"{proc.stderr.strip()[-200:]}")

@@ -12,12 +12,12 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pairbench import procutil
 from pairbench.errors import UsageError
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -50,11 +50,12 @@ def _run(browser: str, args: list[str], profile: str, timeout_s: float) -> tuple
     cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
            "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
            "--enable-logging=stderr", "--v=0", *args]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                           check=False)
-    except subprocess.TimeoutExpired:
-        raise _runtime(f"{browser} did not finish within {timeout_s:g} s") from None
+    res = procutil.run_bounded(cmd, timeout_s)  # Chromium's helpers die with its group
+    p = res.result
+    if res.state == "cannot start" or p is None:
+        raise _runtime(f"cannot run {browser}: {res.why}")
+    if res.state != "exited":
+        raise _runtime(f"{browser} did not finish within {timeout_s:g} s")
     if p.returncode != 0:
         raise _runtime(f"{browser} exited {p.returncode}: {p.stderr.strip()[-300:]}")
     return p.stdout, p.stderr

@@ -16,13 +16,15 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
+import time
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pairbench import fingerprint, testtable
+from pairbench import fingerprint, procutil, testtable
 from pairbench.collect import (
     Row,
     atomic_write_json,
@@ -32,7 +34,7 @@ from pairbench.collect import (
     failure_reason,
     rows_to_csv,
 )
-from pairbench.errors import UsageError, one_line
+from pairbench.errors import Interrupted, RunFailure, UsageError, one_line
 from pairbench.plan import (
     DEFAULT_LAUNCHER_CMD,
     LAUNCHERS,
@@ -45,7 +47,7 @@ from pairbench.plan import (
 from pairbench.progress import SweepProgress
 from pairbench.run import PointResult, run_point
 from pairbench.safeio import output_dir
-from pairbench.schema import check_schema, read_binary_schema
+from pairbench.schema import check_schema, parse_print_schema
 from pairbench.sizes import SIZE_LIST_RULE, parse_int_list, parse_sizes
 
 
@@ -96,7 +98,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra executable argument (repeat; write --exe-arg=--x)")
     p.add_argument("-n", "--iterations", type=int, default=None)
     p.add_argument("-w", "--warmup", type=int, default=None)
-    p.add_argument("-D", "--duration", type=float, default=None)
+    p.add_argument("-D", "--duration", type=float, default=None,
+                   help="every test: one common window of SEC seconds per point (latency "
+                        "into a histogram); default: --bw-seconds / --lat-seconds")
+    p.add_argument("--bw-seconds", type=float, default=None, metavar="SEC",
+                   help="bandwidth, message rate without -n/-D: the common window of every "
+                        "point (the executables' default 0.2)")
+    p.add_argument("--lat-seconds", type=float, default=None, metavar="SEC",
+                   help="latency without -n/-D: sample until SEC after the common start "
+                        "(default 0.1) and --lat-samples, whichever is later")
+    p.add_argument("--lat-samples", type=int, default=None, metavar="N",
+                   help="latency without -n/-D: at least N samples per pair (default 1000)")
     p.add_argument("--pin", default=None)
     p.add_argument("--pin-list", default=None)
     p.add_argument("--allow-oversubscribe", action="store_true")
@@ -135,6 +147,9 @@ class SweepOptions:
     iterations: int | None = None
     warmup: int | None = None
     duration_s: float | None = None
+    bw_seconds: float | None = None
+    lat_seconds: float | None = None
+    lat_samples: int | None = None
     pin: str | None = None
     pin_list: str | None = None
     allow_oversubscribe: bool = False
@@ -154,7 +169,8 @@ class SweepOptions:
             devices=ns.devices, rig_devices=ns.rig_devices,
             launcher_cmd=ns.launcher_cmd, launcher_args=tuple(ns.launcher_arg),
             exe_args=tuple(ns.exe_arg), iterations=ns.iterations, warmup=ns.warmup,
-            duration_s=ns.duration, pin=ns.pin, pin_list=ns.pin_list,
+            duration_s=ns.duration, bw_seconds=ns.bw_seconds, lat_seconds=ns.lat_seconds,
+            lat_samples=ns.lat_samples, pin=ns.pin, pin_list=ns.pin_list,
             allow_oversubscribe=ns.allow_oversubscribe, rig_timeout_s=ns.rig_timeout,
             fail_fast=ns.fail_fast, progress=not ns.no_progress)
 
@@ -166,7 +182,9 @@ class SweepOptions:
                 ("--pairs", self.pairs, "1"), ("--qps", self.qps, None),
                 ("--sizes", self.sizes, "1:64K"),
                 ("--iterations", self.iterations, None), ("--warmup", self.warmup, None),
-                ("--duration", self.duration_s, None), ("--launcher", self.launcher, "local"),
+                ("--duration", self.duration_s, None), ("--bw-seconds", self.bw_seconds, None),
+                ("--lat-seconds", self.lat_seconds, None),
+                ("--lat-samples", self.lat_samples, None), ("--launcher", self.launcher, "local"),
                 ("--repetitions", self.repetitions, 1), ("--timeout", self.timeout_s, 300.0),
                 ("--hosts", self.hosts, None), ("--binary", self.binary, None),
                 ("--remote-binary", self.remote_binary, None),
@@ -200,6 +218,10 @@ def config_from_options(opts: SweepOptions, run_dir: Path, root: Path) -> SweepC
     for name, val in (("--iterations", opts.iterations), ("--warmup", opts.warmup)):
         if val is not None and val < 0:
             raise UsageError(f"{name} must be >= 0")
+    if opts.iterations and opts.duration_s:
+        raise UsageError(f"-n/--iterations {opts.iterations} and -D/--duration "
+                         f"{opts.duration_s:g} both given: choose a fixed count or a common "
+                         "window")
     check_numbers(opts)
     if opts.pin_list is not None and opts.pin != "list":
         raise UsageError("--pin-list is used only with --pin list (add --pin list)")
@@ -226,7 +248,9 @@ def config_from_options(opts: SweepOptions, run_dir: Path, root: Path) -> SweepC
         pairs=pairs, binary=str(Path(binary).absolute()),
         run_dir=str(run_dir), repetitions=opts.repetitions, launcher=opts.launcher,
         hosts=hosts, timeout_s=opts.timeout_s, iterations=opts.iterations,
-        warmup=opts.warmup, duration_s=opts.duration_s, pin=opts.pin, pin_list=opts.pin_list,
+        warmup=opts.warmup, duration_s=opts.duration_s, bw_seconds=opts.bw_seconds,
+        lat_seconds=opts.lat_seconds, lat_samples=opts.lat_samples, pin=opts.pin,
+        pin_list=opts.pin_list,
         allow_oversubscribe=opts.allow_oversubscribe, exe_args=opts.exe_args,
         launcher_cmd=opts.launcher_cmd, launcher_args=opts.launcher_args,
         remote_binary=opts.remote_binary, as_root=(os.geteuid() == 0),
@@ -267,6 +291,7 @@ def rig_device_count(opts: SweepOptions) -> int:
 MAX_PAIRS = 256  # PB_MAX_PAIRS in core/pb_common.h
 MAX_QPS = 16384  # VB_MAX_QPS in verbs/vb_hdr.h
 MAX_TIMEOUT_S = 86400.0  # the executables' --timeout range is 0.1..86400 s
+MAX_LAT_SAMPLES = 524288  # PB_TARGET_MAX_SAMPLES in core/pb_common.h
 
 
 def check_numbers(opts: SweepOptions) -> None:
@@ -281,6 +306,13 @@ def check_numbers(opts: SweepOptions) -> None:
     if duration is not None and not (math.isfinite(duration) and 0 <= duration
                                      <= MAX_TIMEOUT_S):
         raise UsageError(f"--duration {duration:g}: expected seconds in 0..{MAX_TIMEOUT_S:g}")
+    for name, secs in (("--bw-seconds", opts.bw_seconds), ("--lat-seconds", opts.lat_seconds)):
+        if secs is not None and not (math.isfinite(secs) and 0.001 <= secs <= MAX_TIMEOUT_S):
+            raise UsageError(f"{name} {secs:g}: expected seconds in 0.001..{MAX_TIMEOUT_S:g} "
+                             "(the executables' range)")
+    if opts.lat_samples is not None and not 1 <= opts.lat_samples <= MAX_LAT_SAMPLES:
+        raise UsageError(f"--lat-samples {opts.lat_samples}: expected 1..{MAX_LAT_SAMPLES} "
+                         "(PB_TARGET_MAX_SAMPLES)")
     if rig_timeout is not None and not (math.isfinite(rig_timeout) and rig_timeout > 0):
         raise UsageError(f"--rig-timeout {rig_timeout:g}: expected a finite number > 0")
 
@@ -303,8 +335,45 @@ def new_run_dir(results_dir: Path) -> Path:
     raise UsageError(f"cannot create a new run directory under {results_dir}")
 
 
-def check_launch(cfg: SweepConfig) -> None:
-    """Obviously bad input -> UsageError before anything starts."""
+class StartupProbe:
+    """The sweep's start-up probe: the executable's `--print-schema` and `--list-tests`,
+    before any run directory exists. Both share one deadline derived from the user's
+    --timeout (the deadline of a point), never below MIN_S: pairbench-mpi answers after a
+    singleton MPI_Init, which a tiny --timeout must not fail (its own start-up deadline has
+    the same floor reason, docs/mpi.md). Each runs in its own process group, ended as a
+    group on that deadline or on a stop signal (SIGINT, SIGTERM, SIGHUP) to the sweep."""
+
+    MIN_S = 5.0
+
+    def __init__(self, timeout_s: float, signals: StopSignals | None = None) -> None:
+        self.timeout_s = max(timeout_s, self.MIN_S)
+        self.deadline = time.monotonic() + self.timeout_s
+        self.signals = signals
+
+    def run(self, binary: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """The finished command; UsageError when it cannot start, RunFailure on the
+        deadline, Interrupted on a stop signal."""
+        argv = [binary, *args]
+        cmd = " ".join(argv)
+        signals = self.signals
+        res = procutil.run_bounded(argv, max(0.0, self.deadline - time.monotonic()),
+                                   signals.stopped if signals else None)
+        if res.state == "stopped" and signals is not None and signals.received is not None:
+            raise Interrupted(signals.received, f"interrupted by {signals.name} during the "
+                              f"start-up probe ({cmd}); its process group was killed, nothing "
+                              "was run")
+        if res.state != "exited" or res.result is None:
+            if res.state == "cannot start":
+                raise UsageError(f"cannot run {cmd}: {res.why}")
+            raise RunFailure(f"start-up probe: {cmd} did not answer within "
+                             f"{self.timeout_s:g} s (--timeout, at least {self.MIN_S:g} s); its "
+                             "process group was killed")
+        return res.result
+
+
+def check_launch(cfg: SweepConfig, probe: StartupProbe | None = None) -> None:
+    """Obviously bad input -> UsageError before anything starts; an executable that does not
+    answer its start-up probe -> RunFailure (see StartupProbe)."""
     if cfg.launcher in DEFAULT_LAUNCHER_CMD:
         cmd = cfg.launcher_cmd or DEFAULT_LAUNCHER_CMD[cfg.launcher]
         if shutil.which(cmd) is None:
@@ -318,7 +387,11 @@ def check_launch(cfg: SweepConfig) -> None:
                          " && cmake --build build -j2`, or pass --binary)")
     if not os.access(cfg.binary, os.X_OK):
         raise UsageError(f"executable {cfg.binary} is not executable")
-    version, cols = read_binary_schema(cfg.binary)
+    proc = (probe or StartupProbe(cfg.timeout_s)).run(cfg.binary, "--print-schema")
+    if proc.returncode != 0:
+        raise UsageError(f"{cfg.binary} --print-schema exited {proc.returncode}: "
+                         f"{proc.stderr.strip()[-200:]}")
+    version, cols = parse_print_schema(proc.stdout)
     check_schema(version, cols, f"{cfg.binary} --print-schema")
 
 
@@ -503,13 +576,18 @@ def run_sweep(ns: argparse.Namespace) -> int:
     return sweep_to_dir(SweepOptions.from_namespace(ns))[0]
 
 
-def test_table(binary: str) -> dict | None:
+def test_table(binary: str, probe: StartupProbe) -> dict | None:
     """The binary's test table (`--list-tests --format json`) for metadata.json's "tests"
-    (issue 12, contract 2); None, with a note, when the binary cannot give it."""
+    (issue 12, contract 2); None, with a note, when the binary cannot give it. Part of the
+    start-up probe: its deadline and a stop signal end the sweep (StartupProbe.run)."""
     if not Path(binary).is_file():
         return None  # ssh: the executable lives on the remote hosts
+    proc = probe.run(binary, "--list-tests", "--format", "json")
     try:
-        return testtable.from_binary(binary).to_json()
+        if proc.returncode != 0:
+            raise testtable.TableError(f"{binary} --list-tests exited {proc.returncode}: "
+                                       f"{proc.stderr.strip()[-200:]}")
+        return testtable.parse_list_tests(proc.stdout, f"{binary} --list-tests").to_json()
     except testtable.TableError as exc:  # no table, or not the contract's
         print(f"sweep: note: no test table in metadata.json: {one_line(str(exc))}",
               file=sys.stderr)
@@ -522,28 +600,32 @@ def sweep_to_dir(opts: SweepOptions) -> tuple[int, Path]:
     # Validate everything that can be validated before creating any directory.
     probe = config_from_options(opts, Path("/nonexistent-run-dir"), root)
     points_probe = plan_sweep(probe)
-    if probe.launcher == "softroce":
-        rig = Path(opts.launcher_cmd or root / "scripts" / "softroce-run")
-        if not rig.is_file():
-            raise UsageError(f"Soft-RoCE rig {rig} not found (--launcher softroce)")
-        if not Path(probe.binary).is_file():
-            raise UsageError(f"executable {probe.binary} not found (build it, or pass --binary)")
-    else:
-        check_launch(probe)
-    run_dir = prepare_run_dir(opts, root)
-    cfg = config_from_options(opts, run_dir, root)
-    points = plan_sweep(cfg)
-    assert len(points) == len(points_probe)
-    run_id = run_dir.name
-    meta = {"run_id": run_id, "kind": "pairbench sweep", "status": "running",
-            "started": now_iso(), "config": asdict(cfg)}
-    tests = test_table(cfg.binary)
-    if tests is not None:
-        meta["tests"] = tests
-    plan_meta = dict(meta)  # what the rig's inner run starts from (its own fingerprint)
-    meta["fingerprint"] = fingerprint.gather(root)
-    atomic_write_json(run_dir / "metadata.json", meta)
+    # From here on a stop signal ends whatever runs (the start-up probe, the fingerprint's
+    # helpers, a point) as a process group, and the sweep with 128 + N.
     with StopSignals() as signals:
+        start = StartupProbe(probe.timeout_s, signals)
+        if probe.launcher == "softroce":
+            rig = Path(opts.launcher_cmd or root / "scripts" / "softroce-run")
+            if not rig.is_file():
+                raise UsageError(f"Soft-RoCE rig {rig} not found (--launcher softroce)")
+            if not Path(probe.binary).is_file():
+                raise UsageError(f"executable {probe.binary} not found (build it, or pass "
+                                 "--binary)")
+        else:
+            check_launch(probe, start)
+        tests = test_table(probe.binary, start)
+        run_dir = prepare_run_dir(opts, root)
+        cfg = config_from_options(opts, run_dir, root)
+        points = plan_sweep(cfg)
+        assert len(points) == len(points_probe)
+        run_id = run_dir.name
+        meta = {"run_id": run_id, "kind": "pairbench sweep", "status": "running",
+                "started": now_iso(), "config": asdict(cfg)}
+        if tests is not None:
+            meta["tests"] = tests
+        plan_meta = dict(meta)  # what the rig's inner run starts from (its own fingerprint)
+        meta["fingerprint"] = fingerprint.gather(root, stop=signals.stopped)
+        atomic_write_json(run_dir / "metadata.json", meta)
         if cfg.launcher == "softroce":
             plan = RigPlan(config=cfg, points=tuple(points), meta=plan_meta,
                            fail_fast=opts.fail_fast, progress=opts.progress,

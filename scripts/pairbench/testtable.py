@@ -13,12 +13,13 @@ Standard library only: the ctest checkers import it with the system python3.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from pairbench import procutil
 
 SNAPSHOT = Path(__file__).with_name("test_tables.json")
 LAYERS = ("verbs", "mpi")
@@ -241,11 +242,11 @@ def from_binary(path: Path | str, timeout_s: float = 60.0) -> TestTable:
     """Run `BINARY --list-tests --format json` and parse what it printed."""
     cmd = [str(path), "--list-tests", "--format", "json"]
     where = " ".join(cmd)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise TableError(f"cannot run {where}: {exc}") from None
+    res = procutil.run_bounded(cmd, timeout_s)  # its own process group, killed on timeout
+    proc = res.result
+    if res.state != "exited" or proc is None:
+        why = res.why or f"no answer within {timeout_s:g} s (process group killed)"
+        raise TableError(f"cannot run {where}: {why}")
     if proc.returncode != 0:
         raise TableError(f"{where} exited {proc.returncode}: {proc.stderr.strip()[-200:]}")
     return parse_list_tests(proc.stdout, where)
