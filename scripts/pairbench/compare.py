@@ -1,6 +1,8 @@
 """`pairbench compare BASE NEW`: per point and metric, both values, the ratio and a
-verdict whose error rate over the whole comparison is controlled; exit 0 = no proven
-regression, 1 = regression (with --strict also a suspected one), 2 = bad input.
+verdict whose error rate over the whole comparison is controlled, and the gate's answer:
+exit 1 = regression proven (with --strict also a suspected one), 0 = no regression beyond
+the threshold proven everywhere, 3 = inconclusive (neither; 0 with --allow-inconclusive),
+2 = bad input.
 
 A point is (layer, test, variant, msg_size_bytes, pairs) on the aggregate row (pair_id=all).
 Each repetition gives one value per point and metric; base and new are geometric means over
@@ -32,7 +34,11 @@ from pairbench.sizes import size_label
 from pairbench.testtable import TestTable
 from pairbench.tomlschema import ListOf, Num, Str, Table, TablesByName
 from pairbench.verdict import (
+    GATE_INCONCLUSIVE,
+    GATE_NO_REGRESSION,
+    GATE_REGRESSION,
     IMPROVEMENT,
+    MAX_REPS,
     MIN_REPS,
     NOT_COMPARABLE,
     REGRESSION,
@@ -230,6 +236,41 @@ def layout_mismatches(base: pd.DataFrame, new: pd.DataFrame) -> list[tuple[tuple
     return found
 
 
+WINDOW_METHOD = "window_method"   # issue 21: window | count | samples; absent in older runs
+
+
+def _window_methods(agg: pd.DataFrame) -> tuple[dict[tuple, set[str]], bool]:
+    """Per (layer, test, variant): the window methods of its aggregate rows, and whether any
+    was assumed ('count': rows before the column existed timed a fixed message count)."""
+    has = WINDOW_METHOD in agg.columns
+    col = agg[WINDOW_METHOD].fillna("") if has else pd.Series("", index=agg.index)
+    assumed = bool((col == "").any())
+    out: dict[tuple, set[str]] = {}
+    for key, m in zip(agg[["layer", "test", "variant"]].itertuples(index=False), col,
+                      strict=True):
+        out.setdefault(tuple(key), set()).add(m or "count")
+    return out, assumed
+
+
+def window_method_notes(base: pd.DataFrame, new: pd.DataFrame) -> list[str]:
+    """A warning per test whose two runs used different window methods (issue 21: one
+    common timed window, a fixed message count, or a latency sample count): the ratio then
+    includes the change of method.  Compared all the same."""
+    (mb, ab), (mn, an) = _window_methods(_keyed(base)), _window_methods(_keyed(new))
+    notes = []
+    for key in sorted(mb.keys() & mn.keys()):
+        if mb[key] == mn[key]:
+            continue
+        layer, test, variant = key
+        side = {"base": ("+".join(sorted(mb[key])), ab), "new": ("+".join(sorted(mn[key])), an)}
+        said = ", ".join(f"{k} {m}{' (assumed: no window_method column)' if a else ''}"
+                         for k, (m, a) in side.items())
+        notes.append(f"{layer} {test}{' ' + variant if variant else ''}: window methods "
+                     f"differ ({said}): the ratios include the change of method, not only "
+                     "of the system (docs/methodology.md)")
+    return notes
+
+
 def _keyed(df: pd.DataFrame) -> pd.DataFrame:
     """The aggregate rows with the point key's text columns blank instead of missing."""
     agg = aggregate_rows(df)
@@ -247,7 +288,8 @@ def _not_comparable(point: dict, metric: str, vb: pd.Series, vn: pd.Series,
             "change_pct": math.nan, "n_base": len(vb), "n_new": len(vn), "ci_low": math.nan,
             "ci_high": math.nan, "rel_threshold": math.nan, "abs_threshold": math.nan,
             "threshold": math.nan, "noise_cv": math.nan, "df": math.nan, "p_value": math.nan,
-            "q_value": math.nan, "verdict": NOT_COMPARABLE, "evidence": note,
+            "q_value": math.nan, "p_noninferior": math.nan, "q_noninferior": math.nan,
+            "verdict": NOT_COMPARABLE, "gate": NOT_COMPARABLE, "evidence": note,
             "reps_needed": 0, "note": note}
 
 
@@ -330,7 +372,8 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
                      "rel_threshold": f.rel, "abs_threshold": f.abs,
                      "threshold": r["threshold"], "noise_cv": log_cv(r["log_sd"] ** 2),
                      "df": r["df"], "p_value": r["p_value"], "q_value": r["q_value"],
-                     "verdict": r["verdict"], "evidence": r["evidence"],
+                     "p_noninferior": r["p_noninferior"], "q_noninferior": r["q_noninferior"],
+                     "verdict": r["verdict"], "gate": r["gate"], "evidence": r["evidence"],
                      "reps_needed": r["reps_needed"], "note": r["evidence"]})
     out = pd.DataFrame(rows + layout_rows)
     out["msg_size_bytes"] = out["msg_size_bytes"].astype(int)
@@ -388,7 +431,7 @@ def _fmt(v: float) -> str:
 
 
 TABLE_COLS = ["test", "variant", "size", "pairs", "metric", "base", "new", "ratio", "change",
-              "n", "q", "verdict", "evidence"]
+              "n", "q", "verdict", "gate", "evidence"]
 
 
 def table_rows(res: pd.DataFrame) -> list[list[str]]:
@@ -399,15 +442,16 @@ def table_rows(res: pd.DataFrame) -> list[list[str]]:
                     _fmt(r["ratio"]), f"{r['change_pct']:+.1f} %"
                     if math.isfinite(r["change_pct"]) else "", f"{r['n_base']}/{r['n_new']}",
                     f"{r['q_value']:.2g}" if math.isfinite(r["q_value"]) else "",
-                    r["verdict"], r["evidence"]])
+                    r["verdict"], r["gate"], r["evidence"]])
     return out
 
 
 def method_lines(res: pd.DataFrame) -> list[str]:
     """What the verdicts rest on: the test, the family, the noise each metric showed."""
     fdr = res.attrs.get("fdr", math.nan)
-    out = [f"method: moderated t on log values against each threshold, Benjamini-Hochberg "
-           f"over {res.attrs.get('family', 0)} tested comparisons at FDR {fdr:.0%} "
+    out = [f"method: moderated t on 20 %-trimmed log values against each threshold "
+           "(regression) and its one-sided twin (no regression), Benjamini-Hochberg over "
+           f"{res.attrs.get('family', 0)} tested comparisons at FDR {fdr:.0%} "
            "(docs/compare-and-accept.md)"]
     for metric, pr in sorted(res.attrs.get("priors", {}).items()):
         if pr["df"] > 0:
@@ -442,11 +486,15 @@ def render_text(res: pd.DataFrame, summary: list[str], color: bool = False) -> s
     Console(file=buf, width=220, force_terminal=color, no_color=not color,
             highlight=False, soft_wrap=False).print(table)
     table_text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
-    return table_text + "\n\n" + "\n".join([*method_lines(res), *summary]) + "\n"
+    return ("\n".join(gate_lines(res)) + "\n\n" + table_text + "\n\n"
+            + "\n".join([*method_lines(res), *summary]) + "\n")
 
 
 def render_markdown(res: pd.DataFrame, summary: list[str], base: str, new: str) -> str:
     out = [f"# pairbench compare\n\nBASE `{base}` vs NEW `{new}` (ratio = NEW / BASE)\n"]
+    out += [f"**{line}**  " if k == 0 else f"{line}  "
+            for k, line in enumerate(gate_lines(res))]
+    out.append("")
     out += [f"- {s}" for s in summary]
     out.append("")
     out.append("| " + " | ".join(TABLE_COLS) + " |")
@@ -463,17 +511,24 @@ def _count(res: pd.DataFrame, verdict: str) -> int:
 
 
 def to_json(res: pd.DataFrame, summary: list[str], base: str, new: str, th: Thresholds,
-            strict: bool = False) -> dict:
-    recs = json.loads(res.to_json(orient="records"))
+            strict: bool = False, allow_inconclusive: bool = False) -> dict:
+    recs = json.loads(res.to_json(orient="records", double_precision=15))
+    gates = res["gate"]
     return {"base": base, "new": new, "ratio": "new / base", "summary": summary,
+            "gate": run_gate(res), "gate_lines": gate_lines(res, max_listed=len(res)),
+            "gate_regressions": int((gates == GATE_REGRESSION).sum()),
+            "gate_inconclusive": int((gates == GATE_INCONCLUSIVE).sum()),
+            "gate_no_regression": int((gates == GATE_NO_REGRESSION).sum()),
+            "allow_inconclusive": allow_inconclusive,
             "regressions": _count(res, REGRESSION),
             "improvements": _count(res, IMPROVEMENT),
             "suspected_regressions": _count(res, SUSPECTED_REGRESSION),
             "suspected_improvements": _count(res, SUSPECTED_IMPROVEMENT),
             "not_comparable": _count(res, NOT_COMPARABLE),
-            "strict": strict, "exit_code": exit_code(res, strict),
+            "strict": strict, "exit_code": exit_code(res, strict, allow_inconclusive),
             "method": {"test": "moderated t (empirical Bayes, limma) on log values, against "
-                               "the threshold (TREAT)",
+                               "the threshold (TREAT), 20 % trimmed means (Yuen); no "
+                               "regression: the one-sided non-inferiority test",
                        "multiple_testing": "Benjamini-Hochberg",
                        "fdr": res.attrs.get("fdr"), "family": res.attrs.get("family"),
                        "priors": res.attrs.get("priors", {})},
@@ -484,11 +539,81 @@ def to_json(res: pd.DataFrame, summary: list[str], base: str, new: str, th: Thre
             "points": recs}
 
 
-def exit_code(res: pd.DataFrame, strict: bool) -> int:
-    """1 on a proven regression; with strict also on a suspected one or a point that cannot
-    be compared; else 0."""
+EXIT_NO_REGRESSION = 0
+EXIT_REGRESSION = 1
+EXIT_INCONCLUSIVE = 3      # 2 is bad input (errors.UsageError); 3 means only this
+
+
+def run_gate(res: pd.DataFrame) -> str:
+    """The whole comparison's answer: regression if any comparison is a proven regression,
+    else inconclusive if any is undecided, else no regression (every tested comparison
+    proven not worse than its threshold; rows that are not comparable are outside it)."""
+    gates = set(res["gate"]) if "gate" in res.columns else set()
+    if GATE_REGRESSION in gates:
+        return GATE_REGRESSION
+    return GATE_INCONCLUSIVE if GATE_INCONCLUSIVE in gates else GATE_NO_REGRESSION
+
+
+def exit_code(res: pd.DataFrame, strict: bool, allow_inconclusive: bool = False) -> int:
+    """1 on a proven regression (with strict also on a suspected one or a point that cannot
+    be compared); 3 when the gate is inconclusive (0 with allow_inconclusive); else 0."""
     bad = {REGRESSION, SUSPECTED_REGRESSION, NOT_COMPARABLE} if strict else {REGRESSION}
-    return 1 if res["verdict"].isin(bad).any() else 0
+    if res["verdict"].isin(bad).any():
+        return EXIT_REGRESSION
+    if run_gate(res) == GATE_INCONCLUSIVE and not allow_inconclusive:
+        return EXIT_INCONCLUSIVE
+    return EXIT_NO_REGRESSION
+
+
+def _where(r: pd.Series) -> str:
+    variant = f" {r['variant']}" if r["variant"] else ""
+    return (f"{r['test']}{variant} {size_label(int(r['msg_size_bytes']))} "
+            f"{int(r['pairs'])} pair(s) {r['metric']}")
+
+
+def _needs(r: pd.Series) -> str:
+    """The repetitions per side that would decide a comparison ('≥' where the noise is
+    unknown: then the count is only the minimum that can prove anything)."""
+    n = _reps(r)
+    if n is None:
+        return (f"more than {MAX_REPS} repetitions per side" if math.isfinite(r["noise_cv"])
+                else "more repetitions (noise unknown)")
+    return (f"≈{n}" if math.isfinite(r["noise_cv"]) else f"≥ {n}") + " repetitions per side"
+
+
+def _reps(r: pd.Series) -> int | None:
+    n = r["reps_needed"]
+    return None if n is None or (isinstance(n, float) and not math.isfinite(n)) else int(n)
+
+
+def gate_lines(res: pd.DataFrame, max_listed: int = 20) -> list[str]:
+    """The gate's answer first: regressions, inconclusive comparisons with the repetitions
+    per side that would decide them at their estimate, and how many are proven no
+    regression."""
+    gate = run_gate(res)
+    reg = res[res["gate"] == GATE_REGRESSION]
+    inc = res[res["gate"] == GATE_INCONCLUSIVE]
+    ok = int((res["gate"] == GATE_NO_REGRESSION).sum())
+    tested = len(reg) + len(inc) + ok
+    out = [f"gate: {gate.upper()}: {len(reg)} regression, {len(inc)} inconclusive, {ok} no "
+           f"regression (of {tested} comparisons)"]
+    for _, r in reg.iterrows():
+        out.append(f"  regression: {_where(r)}: {r['change_pct']:+.1f} % (q = "
+                   f"{r['q_value']:.2g})")
+    for k, (_, r) in enumerate(inc.iterrows()):
+        if k == max_listed:
+            out.append(f"  ... and {len(inc) - max_listed} more inconclusive (see the table)")
+            break
+        change = f"{r['change_pct']:+.1f} %" if math.isfinite(r["change_pct"]) else "?"
+        out.append(f"  inconclusive: {_where(r)}: {change}, {r['verdict']}; {_needs(r)} "
+                   "would decide it")
+    counts = [n for n in (_reps(r) for _, r in inc.iterrows()) if n is not None]
+    if len(inc):
+        most = (f"at least {max(counts)} repetitions per side" if counts
+                else "more repetitions")
+        out.append(f"  to decide every inconclusive comparison: {most} "
+                   "(pairbench sweep --repetitions auto adds them)")
+    return out
 
 
 def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
@@ -512,6 +637,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="also exit 1 on a suspected (unproven) regression or a point that "
                    "cannot be compared")
+    p.add_argument("--allow-inconclusive", action="store_true",
+                   help="exit 0 instead of 3 when the gate is inconclusive (some comparison "
+                   "neither a proven regression nor proven no regression)")
     p.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     p.add_argument("--markdown", default=None, metavar="FILE", help="also write Markdown here")
     p.add_argument("--json", default=None, metavar="FILE", help="also write JSON here")
@@ -565,10 +693,13 @@ def run_compare(ns: argparse.Namespace) -> int:
         print(f"compare: warning: {test}{' ' + variant if variant else ''} at "
               f"{size_label(int(size))}, {int(pairs)} pair(s): {note}: not comparable",
               file=sys.stderr)
+    for note in window_method_notes(base, new):
+        print(f"compare: warning: {note}", file=sys.stderr)
     summary = summary_lines(res, testtable.tables_for_run(load_metadata(ns.new)))
     strict = bool(getattr(ns, "strict", False))
+    allow = bool(getattr(ns, "allow_inconclusive", False))
     if ns.format == "json":
-        sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict),
+        sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict, allow),
                                     indent=2) + "\n")
     elif ns.format == "markdown":
         sys.stdout.write(render_markdown(res, summary, ns.base, ns.new))
@@ -577,12 +708,15 @@ def run_compare(ns: argparse.Namespace) -> int:
     if ns.markdown:
         write_output(ns.markdown, render_markdown(res, summary, ns.base, ns.new), "--markdown")
     if ns.json:
-        write_output(ns.json, json.dumps(to_json(res, summary, ns.base, ns.new, th, strict),
-                                         indent=2) + "\n", "--json")
-    code = exit_code(res, strict)
-    print(f"compare: {len(res)} comparisons, {_count(res, REGRESSION)} regression(s), "
+        write_output(ns.json, json.dumps(to_json(res, summary, ns.base, ns.new, th, strict,
+                                                 allow), indent=2) + "\n", "--json")
+    code = exit_code(res, strict, allow)
+    gate = run_gate(res)
+    print(f"compare: gate {gate}{' (allowed)' if allow and gate == GATE_INCONCLUSIVE else ''}; "
+          f"{len(res)} comparisons, {_count(res, REGRESSION)} regression(s), "
           f"{_count(res, IMPROVEMENT)} improvement(s), {_count(res, SUSPECTED_REGRESSION)} "
-          f"suspected regression(s), {_count(res, NOT_COMPARABLE)} not comparable"
+          f"suspected regression(s), {int((res['gate'] == GATE_INCONCLUSIVE).sum())} "
+          f"inconclusive, {_count(res, NOT_COMPARABLE)} not comparable"
           f"{' (strict)' if strict else ''}: exit {code}", file=sys.stderr)
     return code
 

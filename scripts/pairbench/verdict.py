@@ -40,6 +40,44 @@ MIN_REPS = 3                 # repetitions per side below which nothing is prove
 ZERO_VAR_FLOOR = 1e-5        # limma's floor for zero variances, relative to the median
 MAX_REPS = 100               # repetitions per side searched by reps_needed
 DEFAULT_POWER = 0.8
+TRIM = 0.2                   # share trimmed from each end of a side (Yuen's 20 %): from 5
+                             # repetitions on, one outlying repetition per side is cut off
+
+
+def trim_count(n: int) -> int:
+    """Repetitions cut from each end of a side of n (scipy.stats.trim_mean's int(TRIM n))."""
+    return int(TRIM * n)
+
+
+def trim_inflation(n: int) -> float:
+    """rho: n x Var(trimmed mean) / sigma^2 for normal data (asymptotic, accurate to 2 %
+    from n = 5 on): 1 without trimming, 1.145 at 20 %.  With gamma = g/n and c the normal
+    (1 - gamma) quantile, the winsorized variance is (2 Phi(c) - 1) - 2 c phi(c) + 2 gamma c^2
+    (in sigma^2) and Var(trimmed mean) = that / ((1 - 2 gamma)^2 n)."""
+    gamma = trim_count(n) / n if n > 0 else 0.0
+    if gamma == 0:
+        return 1.0
+    c = float(stats.norm.isf(gamma))
+    wvar = (2 * float(stats.norm.cdf(c)) - 1) - 2 * c * float(stats.norm.pdf(c)) \
+        + 2 * gamma * c * c
+    return wvar / (1 - 2 * gamma) ** 2
+
+
+def side_stats(y: np.ndarray) -> tuple[float, float, int]:
+    """One side's log values -> (20 % trimmed mean, variance estimate of sigma^2, its degrees
+    of freedom h - 1 with h = n - 2g values kept).  The variance is Yuen's: the winsorized sum
+    of squares SSD_w (the g lowest values set to the (g+1)-th, the g highest likewise), as
+    n SSD_w / (h (h - 1) rho) — without trimming (n < 5) the ordinary sample variance."""
+    y = np.sort(np.asarray(y, dtype=float))
+    n = len(y)
+    g = trim_count(n)
+    h = n - 2 * g
+    loc = float(stats.trim_mean(y, TRIM))
+    if h < 2:
+        return loc, math.nan, 0
+    w = np.clip(y, y[g], y[n - g - 1])
+    ssd = float(np.sum((w - w.mean()) ** 2))
+    return loc, n * ssd / (h * (h - 1) * trim_inflation(n)), h - 1
 
 
 @dataclass(frozen=True)
@@ -121,8 +159,9 @@ def bh_adjust(p: np.ndarray) -> np.ndarray:
 def power(change: float, var: float, df: float, n: int, tau: float, alpha: float) -> float:
     """Probability that a true change `change` (log) is proven beyond `tau` by a comparison
     of n repetitions per side, residual variance `var` (log^2), df degrees of freedom, at a
-    per-test level `alpha` (a one-sided test vs. tau; the negligible far tail is ignored)."""
-    se = math.sqrt(var * 2.0 / n)
+    per-test level `alpha` (a one-sided test vs. tau; the negligible far tail is ignored).
+    The estimate is the trimmed mean: its variance is var x rho(n) / n per side."""
+    se = math.sqrt(var * 2.0 * trim_inflation(n) / n)
     crit = float(stats.t.isf(alpha, df))
     return float(stats.nct.sf(crit, df, (abs(change) - tau) / se))
 
@@ -130,7 +169,7 @@ def power(change: float, var: float, df: float, n: int, tau: float, alpha: float
 def detectable_change(var: float, df: float, n: int, tau: float, alpha: float,
                       target_power: float = DEFAULT_POWER) -> float:
     """Smallest true change (log) proven beyond `tau` with probability `target_power`."""
-    se = math.sqrt(var * 2.0 / n)
+    se = math.sqrt(var * 2.0 * trim_inflation(n) / n)
     crit = float(stats.t.isf(alpha, df))
 
     def f(nc: float) -> float:
@@ -144,8 +183,9 @@ def detectable_change(var: float, df: float, n: int, tau: float, alpha: float,
 
 
 def future_df(prior_df: float, n: int) -> float:
-    """Degrees of freedom of a comparison with n repetitions per side and this prior."""
-    return prior_df + 2.0 * (n - 1)
+    """Degrees of freedom of a comparison with n repetitions per side and this prior (each
+    side contributes h - 1, h the repetitions kept by the trimming)."""
+    return prior_df + 2.0 * (n - 2 * trim_count(n) - 1)
 
 
 def reps_needed(change: float, var: float, prior_df: float, tau: float, alpha: float,
@@ -154,20 +194,26 @@ def reps_needed(change: float, var: float, prior_df: float, tau: float, alpha: f
     with the target power; None if even MAX_REPS do not (or the change is within tau)."""
     if not (math.isfinite(var) and var > 0) or abs(change) <= tau:
         return None
+    return reps_to_decide(abs(change) - tau, var, prior_df, alpha, target_power)
+
+
+def reps_to_decide(distance: float, var: float, prior_df: float, alpha: float,
+                   target_power: float = DEFAULT_POWER) -> int | None:
+    """Fewest repetitions per side (MIN_REPS..MAX_REPS) with which a one-sided test at level
+    `alpha` rejects, with the target power, when the true change lies `distance` (log, > 0)
+    beyond the boundary of its null: |change| - tau for a regression, tau - worse for no
+    regression (non-inferiority).  None if even MAX_REPS do not."""
+    if not (math.isfinite(var) and var > 0 and distance > 0):
+        return None
 
     def ok(n: int) -> bool:
-        return power(change, var, future_df(prior_df, n), n, tau, alpha) >= target_power
+        return power(distance, var, future_df(prior_df, n), n, 0.0, alpha) >= target_power
 
     if not ok(MAX_REPS):
         return None
-    lo, hi = 1, MAX_REPS           # ok(hi) holds; find the smallest
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return max(hi, MIN_REPS)
+    # A scan, not a bisection: trimming makes power non-monotone where it starts (5 per side
+    # keeps 3, 4 keeps 4).
+    return next(n for n in range(MIN_REPS, MAX_REPS + 1) if ok(n))
 
 
 def prior_record(prior: Prior) -> dict:
@@ -192,6 +238,12 @@ NO_CHANGE = "no change"
 NOT_COMPARABLE = "not comparable"
 VERDICTS = (REGRESSION, IMPROVEMENT, SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT, NO_CHANGE,
             NOT_COMPARABLE)
+# The gate's three answers per comparison (and for the whole run): regression proven, no
+# regression beyond the threshold proven (non-inferiority), or neither.
+GATE_REGRESSION = "regression"
+GATE_NO_REGRESSION = "no regression"
+GATE_INCONCLUSIVE = "inconclusive"
+GATES = (GATE_REGRESSION, GATE_NO_REGRESSION, GATE_INCONCLUSIVE)
 
 
 @dataclass
@@ -237,9 +289,10 @@ def _classify(f: Feature) -> str | None:
 class _Work:
     """Per-feature arrays of one comparison (nan where not applicable)."""
 
-    diff: np.ndarray      # mean ln NEW - mean ln BASE
-    var: np.ndarray       # pooled residual variance of the logs
+    diff: np.ndarray      # trimmed mean ln NEW - trimmed mean ln BASE
+    var: np.ndarray       # pooled residual variance of the logs (Yuen's, on sigma^2 scale)
     dfr: np.ndarray       # its degrees of freedom
+    sef: np.ndarray       # se^2 / var: rho_base / n_base + rho_new / n_new
     post: np.ndarray      # moderated variance
     post_df: np.ndarray   # its degrees of freedom
     tau: np.ndarray       # threshold, log scale
@@ -247,22 +300,24 @@ class _Work:
 
 
 def _estimate(features: list[Feature], ok_idx: list[int], rows: list[dict]) -> _Work:
-    """Step 1: differences of mean logs, pooled residual variances, thresholds."""
+    """Step 1: differences of trimmed mean logs, pooled residual variances, thresholds."""
     k = len(features)
     w = _Work(diff=np.full(k, math.nan), var=np.full(k, math.nan), dfr=np.zeros(k),
-              post=np.full(k, math.nan), post_df=np.zeros(k), tau=np.full(k, math.nan),
-              se=np.full(k, math.nan))
+              sef=np.full(k, math.nan), post=np.full(k, math.nan), post_df=np.zeros(k),
+              tau=np.full(k, math.nan), se=np.full(k, math.nan))
     for i in ok_idx:
         f = features[i]
-        yb, yn = np.log(f.base), np.log(f.new)
-        w.diff[i] = yn.mean() - yb.mean()
-        w.dfr[i] = len(yb) + len(yn) - 2
+        lb, vb, db = side_stats(np.log(f.base))
+        ln, vn, dn = side_stats(np.log(f.new))
+        w.diff[i] = ln - lb
+        w.dfr[i] = db + dn
         if w.dfr[i] > 0:
-            ss = np.sum((yb - yb.mean()) ** 2) + np.sum((yn - yn.mean()) ** 2)
-            w.var[i] = ss / w.dfr[i]
-        base = float(np.exp(yb.mean()))
+            w.var[i] = (db * (vb if db else 0.0) + dn * (vn if dn else 0.0)) / w.dfr[i]
+        w.sef[i] = (trim_inflation(len(f.base)) / len(f.base)
+                    + trim_inflation(len(f.new)) / len(f.new))
+        base = float(np.exp(lb))
         w.tau[i] = max(math.log1p(f.rel), math.log1p(f.abs / base))
-        rows[i].update(base=base, new=float(np.exp(yn.mean())), ratio=float(np.exp(w.diff[i])),
+        rows[i].update(base=base, new=float(np.exp(ln)), ratio=float(np.exp(w.diff[i])),
                        threshold=math.expm1(w.tau[i]))
     return w
 
@@ -276,23 +331,34 @@ def _moderate_by_metric(features: list[Feature], ok_idx: list[int], w: _Work,
         priors[metric] = fit_prior(w.var[idx], w.dfr[idx])
         w.post[idx], w.post_df[idx] = moderate(w.var[idx], w.dfr[idx], priors[metric])
     for i in ok_idx:
-        f = features[i]
         if math.isfinite(w.post[i]):
-            w.se[i] = math.sqrt(w.post[i] * (1 / len(f.base) + 1 / len(f.new)))
+            w.se[i] = math.sqrt(w.post[i] * w.sef[i])
             rows[i]["log_sd"] = math.sqrt(w.post[i])
         rows[i]["df"] = float(w.post_df[i])
     return priors
 
 
-def _test(t_idx: np.ndarray, w: _Work, alpha: float, rows: list[dict]) -> None:
-    """Steps 3-4: TREAT p-values, Benjamini-Hochberg q-values, FCR-adjusted intervals."""
+def noninferiority_pvalue(worse: np.ndarray, se: np.ndarray, tau: np.ndarray,
+                          df: np.ndarray) -> np.ndarray:
+    """p of H0 'worse by tau or more' (log scale; `worse` is the estimate signed so that
+    positive is worse): a one-sided test whose rejection proves 'not worse than tau'."""
+    return np.asarray(stats.t.cdf((worse - tau) / se, df))
+
+
+def _test(t_idx: np.ndarray, w: _Work, worse: np.ndarray, alpha: float,
+          rows: list[dict]) -> None:
+    """Steps 3-4: TREAT p-values, non-inferiority p-values, Benjamini-Hochberg q-values of
+    each family, FCR-adjusted intervals."""
     p = treat_pvalue(w.diff[t_idx], w.se[t_idx], w.tau[t_idx], w.post_df[t_idx])
     q = bh_adjust(p)
+    p_ni = noninferiority_pvalue(worse[t_idx], w.se[t_idx], w.tau[t_idx], w.post_df[t_idx])
+    q_ni = bh_adjust(p_ni)
     n_claims = int(np.sum(q <= alpha))
     side_alpha = max(n_claims, 1) * alpha / (2 * max(len(t_idx), 1))
     for k, i in enumerate(t_idx):
         half = float(stats.t.isf(side_alpha, w.post_df[i])) * w.se[i]
         rows[i].update(p_value=float(p[k]), q_value=float(q[k]),
+                       p_noninferior=float(p_ni[k]), q_noninferior=float(q_ni[k]),
                        ci_low=float(np.exp(w.diff[i] - half)),
                        ci_high=float(np.exp(w.diff[i] + half)))
 
@@ -308,7 +374,10 @@ def _unproven(f: Feature, i: int, w: _Work, q: float | None, prior: Prior,
         how = (f"; ≈{n_need} repetitions per side would prove a change this large"
                if n_need is not None else f"; more than {MAX_REPS} repetitions per side needed")
     elif needed:
-        how = "; run-to-run noise unknown"
+        n_need = max(min_reps, len(f.base), len(f.new)) if min(
+            len(f.base), len(f.new)) < min_reps else None
+        how = "; run-to-run noise unknown" + (
+            f": at least {n_need} repetitions per side needed" if n_need else "")
     if min(len(f.base), len(f.new)) < min_reps:
         why = (f"insufficient repetitions ({len(f.base)}/{len(f.new)}): a proof needs "
                f">= {min_reps} per side")
@@ -319,56 +388,94 @@ def _unproven(f: Feature, i: int, w: _Work, q: float | None, prior: Prior,
     return n_need, why + how
 
 
-def _invalid_row(f: Feature, why: str) -> dict:
+def _undecided_within(f: Feature, i: int, w: _Work, worse: float, prior: Prior,
+                      per_test: float, needed: bool, target_power: float,
+                      min_reps: int) -> int | None:
+    """Repetitions per side that would prove 'no regression' at this estimate (the change
+    within the threshold, non-inferiority not yet proven); None when unknown."""
+    if not needed:
+        return None
+    if math.isfinite(w.post[i]):
+        return reps_to_decide(w.tau[i] - worse, w.post[i], prior.df, per_test, target_power)
+    if min(len(f.base), len(f.new)) < min_reps:
+        return max(min_reps, len(f.base), len(f.new))
+    return None
+
+
+def _invalid_row(f: Feature, why: str, min_reps: int) -> dict:
     """The verdict of a feature that has no logarithm (or identical values)."""
     if why == "identical":
         v = float(f.base[0])
+        enough = min(len(f.base), len(f.new)) >= min_reps
         return {"base": v, "new": v, "ratio": 1.0 if v != 0 else math.nan,
-                "verdict": NO_CHANGE, "evidence": "identical values on both sides"}
+                "verdict": NO_CHANGE, "evidence": "identical values on both sides",
+                "gate": GATE_NO_REGRESSION if enough else GATE_INCONCLUSIVE}
     return {"base": math.nan, "new": math.nan, "ratio": math.nan, "verdict": NOT_COMPARABLE,
-            "evidence": why}
+            "evidence": why, "gate": NOT_COMPARABLE}
+
+
+def _gate(r: dict, i: int, tested: set[int], alpha: float) -> str:
+    """A tested comparison's gate answer from its verdict and its non-inferiority q."""
+    if r["verdict"] == REGRESSION:
+        return GATE_REGRESSION
+    if i in tested and r["q_noninferior"] <= alpha:
+        return GATE_NO_REGRESSION
+    return GATE_INCONCLUSIVE
 
 
 def judge(features: list[Feature], alpha: float, needed: bool = True,
           target_power: float = DEFAULT_POWER, min_reps: int = MIN_REPS) -> Judgement:
     """Verdicts for all features of one comparison (the steps of the module docstring).
 
-    `needed` computes, for unproven changes, the repetitions per side that would prove them
-    (a power calculation; skipped by the simulations for speed). Features with fewer than
-    `min_reps` repetitions on a side still feed the prior but are never proven."""
+    `needed` computes, for undecided comparisons, the repetitions per side that would decide
+    them (a power calculation; skipped by the simulations for speed). Features with fewer
+    than `min_reps` repetitions on a side still feed the prior but are never proven (neither
+    a change nor its absence)."""
     rows: list[dict] = []
     ok_idx: list[int] = []
     for i, f in enumerate(features):
         rows.append({"n_base": len(f.base), "n_new": len(f.new), "p_value": math.nan,
-                     "q_value": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                     "q_value": math.nan, "p_noninferior": math.nan,
+                     "q_noninferior": math.nan, "ci_low": math.nan, "ci_high": math.nan,
                      "log_sd": math.nan, "df": math.nan, "threshold": math.nan,
                      "reps_needed": None})
         why = _classify(f)
         if why is None:
             ok_idx.append(i)
         else:
-            rows[i].update(_invalid_row(f, why))
+            rows[i].update(_invalid_row(f, why, min_reps))
     w = _estimate(features, ok_idx, rows)
     priors = _moderate_by_metric(features, ok_idx, w, rows)
+    worse = np.array([w.diff[i] if f.higher_is_worse else -w.diff[i]
+                      for i, f in enumerate(features)])
     t_idx = np.array([i for i in ok_idx
                       if min(len(features[i].base), len(features[i].new)) >= min_reps
                       and w.post_df[i] > 0 and np.isfinite(w.se[i]) and w.se[i] > 0],
                      dtype=int)
-    _test(t_idx, w, alpha, rows)
+    _test(t_idx, w, worse, alpha, rows)
     tested = set(t_idx.tolist())
     per_test = alpha / max(len(ok_idx), 1)
     for i in ok_idx:
         f, r = features[i], rows[i]
-        worse = w.diff[i] if f.higher_is_worse else -w.diff[i]
+        prior = priors.get(f.metric, NO_PRIOR)
         if abs(w.diff[i]) <= w.tau[i]:
             r.update(verdict=NO_CHANGE, evidence=f"within ±{_pct(w.tau[i])}")
         elif i in tested and r["q_value"] <= alpha:
-            r.update(verdict=REGRESSION if worse > 0 else IMPROVEMENT,
+            r.update(verdict=REGRESSION if worse[i] > 0 else IMPROVEMENT,
                      evidence=f"proven beyond ±{_pct(w.tau[i])} (q = {r['q_value']:.2g})")
         else:
             n_need, evidence = _unproven(f, i, w, r["q_value"] if i in tested else None,
-                                         priors.get(f.metric, NO_PRIOR), per_test, needed,
-                                         target_power, min_reps)
-            r.update(verdict=SUSPECTED_REGRESSION if worse > 0 else SUSPECTED_IMPROVEMENT,
+                                         prior, per_test, needed, target_power, min_reps)
+            r.update(verdict=SUSPECTED_REGRESSION if worse[i] > 0 else SUSPECTED_IMPROVEMENT,
                      reps_needed=n_need, evidence=evidence)
+        r["gate"] = _gate(r, i, tested, alpha)
+        if r["gate"] == GATE_INCONCLUSIVE and worse[i] <= w.tau[i]:
+            n_need = _undecided_within(f, i, w, worse[i], prior, per_test, needed,
+                                       target_power, min_reps)
+            r["reps_needed"] = n_need
+            if needed:
+                r["evidence"] += ("; no regression not proven" + (
+                    f" (q = {r['q_noninferior']:.2g})" if i in tested else "")
+                    + (f"; ≈{n_need} repetitions per side would prove it"
+                       if n_need is not None else ""))
     return Judgement(rows, priors, len(t_idx), alpha)
