@@ -166,8 +166,12 @@ def wait_ranks(job: Job, n: int, timeout: float = 60) -> dict:
 # --- cases -------------------------------------------------------------------------------
 
 def case_startup(a) -> None:
+    """A rank that never reaches MPI_Init: the job ends at the start-up deadline
+    (--startup-timeout, distinct from the per-wait --timeout, issue 28.2), with a message
+    that says what was slow, not which peer died."""
     deadline = 3.0
-    args = ["--test", "latency", "-s", "8", "-n", "100", "--timeout", str(deadline), "-q"]
+    args = ["--test", "latency", "-s", "8", "-n", "100", "--timeout", "0.5",
+            "--startup-timeout", str(deadline), "-q"]
     for how, sig in (("stopped", "STOP"), ("killed", "KILL")):
         def argv(marker: str, sig: str = sig) -> list:
             # Two app contexts: rank 1 is a shell that stops (or kills) itself before it
@@ -179,11 +183,32 @@ def case_startup(a) -> None:
         job = Job(a, 2, [], argv=argv)
         if how == "stopped":
             job.expect(f"rank 1 {how} before MPI_Init", 1,
-                       f"MPI_Init (start-up of the job) did not finish within --timeout "
-                       f"{deadline:.1f} s", deadline + MARGIN_S)
+                       f"MPI_Init (start-up of the job) did not finish within the start-up "
+                       f"deadline, {deadline:.1f} s (--startup-timeout)", deadline + MARGIN_S)
+            if "died" in job.err:
+                raise Fail("the start-up message blames a dead peer")
         else:
             job.expect(f"rank 1 {how} before MPI_Init", tuple(range(1, 256)), None,
                        deadline + MARGIN_S)
+
+
+def case_tiny_timeout(a) -> None:
+    """--timeout 0.1 bounds each wait of a healthy job, not its start-up (MPI_Init alone
+    takes longer here): the issue's command runs to the end, every row ok (issue 28.2)."""
+    job = Job(a, 2, ["--pin", "none", "-q", "--test", "bw", "-s", "8,4M", "-n", "200",
+                     "--timeout", "0.1", "-o", "@OUT@"])
+    rc = job.wait(60 + MARGIN_S, "a healthy job with --timeout 0.1")
+    rows = open(job.marker).read().splitlines() if os.path.exists(job.marker) else []
+    if rc != 0:
+        first = [ln for ln in job.err.splitlines() if "pairbench-mpi: error:" in ln][:1]
+        job.kill_all()
+        raise Fail(f"a healthy job with --timeout 0.1: exit {rc}: {first}")
+    bad = [r for r in rows[1:] if ",ok," not in r]
+    if len(rows) < 3 or bad:
+        raise Fail(f"a healthy job with --timeout 0.1: {len(rows) - 1} rows, not ok: {bad[:2]}")
+    job.check_clean("a healthy job with --timeout 0.1")
+    print(f"ok: a healthy job with --timeout 0.1: exit 0 in {job.took:.1f} s, "
+          f"{len(rows) - 1} rows ok")
 
 
 def shm_of(rank_pids: dict, before: dict):
@@ -355,7 +380,7 @@ def case_shm_all(a) -> None:
     case_shm(a)
 
 
-CASES = {"startup": case_startup, "shm": case_shm_all, "signals": case_signals,
+CASES = {"startup": case_startup, "tinytimeout": case_tiny_timeout, "shm": case_shm_all, "signals": case_signals,
          "output": case_output, "options": case_options}
 
 
