@@ -47,6 +47,9 @@ static const struct pb_opt mp_opts[] = {
 	  "verify: keep and record a binding made by the launcher, else apply --pin; override: always apply --pin" },
 	{ "pattern", 0, PB_OPT_STRING, offsetof(struct mp_params, pattern), NULL, 0, 0, NULL, "P[/P...]",
 	  "who talks to whom across nodes: pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, nodes:A-B,...; P1/P2/... = rounds one after the other in this job (docs/patterns.md)" },
+	{ "startup-timeout", 0, PB_OPT_DOUBLE, offsetof(struct mp_params, startup_timeout_s), "60", 1,
+	  86400, NULL, "SEC",
+	  "deadline of the job's start-up (MPI_Init, node split, shm segment, placement), at least --timeout; --timeout bounds every wait after it" },
 };
 #define MP_N_OPTS (sizeof(mp_opts) / sizeof(mp_opts[0]))
 
@@ -422,14 +425,14 @@ int main(int argc, char **argv)
 
 	/*
 	 * Parse before MPI_Init (messages wait until the rank is known) so that
-	 * --timeout bounds MPI_Init too: a peer stopped or killed during start-up
+	 * the start-up deadline (--startup-timeout) bounds MPI_Init too: a peer stopped or killed during start-up
 	 * must not hold this rank there for ever.
 	 */
 	rc = pb_opts_parse_msg(mp_opts, MP_N_OPTS, argc, argv, &p, &res, err, sizeof(err));
 	wrc = mp_watchdog_start(&ctx.wd, mp_env_rank());
 	if (!wrc)
-		mp_watchdog_arm(ctx.wd, "MPI_Init (start-up of the job)",
-				(uint64_t)((rc ? 60.0 : p.c.timeout_s) * 1e9));
+		mp_watchdog_arm_startup(ctx.wd, "MPI_Init (start-up of the job)",
+					rc ? 60000000000ull : mp_startup_ns(&p));
 	MPI_Init(&argc, &argv);
 	mp_watchdog_disarm(ctx.wd);
 	MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
@@ -474,7 +477,7 @@ int main(int argc, char **argv)
 			return PB_EXIT_USAGE;
 		}
 	}
-	mp_watchdog_arm(ctx.wd, "the start-up", (uint64_t)(p.c.timeout_s * 1e9));
+	mp_watchdog_arm_startup(ctx.wd, "the start-up", mp_startup_ns(&p));
 	rc = mp_run(&ctx, t, argc, argv);
 	mp_watchdog_stop(ctx.wd);
 	MPI_Finalize();

@@ -36,6 +36,7 @@ struct mp_params {
 	uint64_t halo_neighbours;
 	int bind_mode;           /* enum mp_bind_mode */
 	const char *pattern;     /* --pattern: NULL = none; "P1/P2/..." = rounds in one job */
+	double startup_timeout_s; /* --startup-timeout: MPI_Init and the wire-up (mp_startup_ns) */
 };
 
 /* Tags of the point-to-point tests. */
@@ -74,6 +75,7 @@ struct mp_ctx {
 	unsigned node_cpus;          /* CPUs available to this node's ranks (hwloc allowed set) */
 	char binding[80];            /* "launcher {0}", "pairbench PU 1", "none" */
 	uint64_t timeout_ns;
+	uint64_t startup_ns;         /* the start-up deadline (mp_startup_ns) */
 	struct mp_watchdog *wd;
 	int64_t *clock_offset_ns;    /* rank 0 only: per rank, its clock minus rank 0's */
 	double clock_offset_err_ns;  /* largest half round trip of the offset estimates */
@@ -178,6 +180,18 @@ int mp_watchdog_start(struct mp_watchdog **out, int rank);
 void mp_watchdog_set_rank(struct mp_watchdog *wd, int rank);
 /* (Re)arm: the phase must end within ns from now. phase must be a literal. */
 void mp_watchdog_arm(struct mp_watchdog *wd, const char *phase, uint64_t ns);
+/*
+ * The same for a start-up phase (MPI_Init, the wire-up before the first point): its
+ * deadline is the start-up deadline and its message says the start-up was slow, not
+ * that a peer died.
+ */
+void mp_watchdog_arm_startup(struct mp_watchdog *wd, const char *phase, uint64_t ns);
+/*
+ * The start-up deadline in ns: --startup-timeout, never shorter than --timeout.  MPI_Init
+ * and the job's wire-up take what the launcher and the machine take (seconds on a loaded
+ * node, more at scale), unrelated to how long one wait of a test may last.
+ */
+uint64_t mp_startup_ns(const struct mp_params *p);
 void mp_watchdog_disarm(struct mp_watchdog *wd);
 void mp_watchdog_stop(struct mp_watchdog *wd);
 

@@ -9,9 +9,11 @@
  * MPI from this thread is not allowed at MPI_THREAD_SINGLE, and Open MPI's
  * mpirun ends the whole job when a rank exits before MPI_Finalize.
  * It is started before MPI_Init, so that a peer stopped or lost during
- * start-up cannot hold this rank in MPI_Init past --timeout either; the
- * world rank is then not known yet and comes from the launcher's
- * environment when it says.
+ * start-up cannot hold this rank in MPI_Init for ever either; the world
+ * rank is then not known yet and comes from the launcher's environment
+ * when it says.  MPI_Init and the wire-up run under the start-up deadline
+ * (--startup-timeout), not --timeout: a healthy start-up takes what the
+ * launcher takes, which a --timeout of 0.1 s must not fail.
  */
 #define _GNU_SOURCE
 #include "mp.h"
@@ -34,6 +36,7 @@ struct mp_watchdog {
 	uint64_t deadline_ns;    /* CLOCK_MONOTONIC; 0 = disarmed */
 	uint64_t armed_for_ns;
 	const char *phase;
+	bool startup;            /* a start-up phase: the start-up deadline's message */
 	bool stop;
 	int rank;                /* -1 = not known yet */
 };
@@ -59,8 +62,12 @@ static void *mp_watchdog_main(void *arg)
 
 			if (wd->rank >= 0)
 				snprintf(who, sizeof(who), "rank %d", wd->rank);
-			pb_log_error("%s: %s did not finish within --timeout %.1f s (a peer rank may have died or hung); ending the job",
-				     who, wd->phase, (double)wd->armed_for_ns / 1e9);
+			if (wd->startup)
+				pb_log_error("%s: %s did not finish within the start-up deadline, %.1f s (--startup-timeout, at least --timeout): the job's start-up is slow here or a rank was never started; ending the job",
+					     who, wd->phase, (double)wd->armed_for_ns / 1e9);
+			else
+				pb_log_error("%s: %s did not finish within --timeout %.1f s (a peer rank may have died or hung); ending the job",
+					     who, wd->phase, (double)wd->armed_for_ns / 1e9);
 			_exit(PB_EXIT_RUNTIME);
 		}
 		uint64_t until = wd->deadline_ns ? wd->deadline_ns : now + 3600ull * 1000000000ull;
@@ -107,7 +114,8 @@ void mp_watchdog_set_rank(struct mp_watchdog *wd, int rank)
 	pthread_mutex_unlock(&wd->lock);
 }
 
-void mp_watchdog_arm(struct mp_watchdog *wd, const char *phase, uint64_t ns)
+static void mp_watchdog_set(struct mp_watchdog *wd, const char *phase, uint64_t ns,
+			    bool startup)
 {
 	if (!wd)
 		return;
@@ -118,11 +126,29 @@ void mp_watchdog_arm(struct mp_watchdog *wd, const char *phase, uint64_t ns)
 	bool wake = !wd->deadline_ns || deadline < wd->deadline_ns;
 
 	wd->phase = phase;
+	wd->startup = startup;
 	wd->armed_for_ns = ns;
 	wd->deadline_ns = deadline;
 	if (wake)
 		pthread_cond_signal(&wd->cond);
 	pthread_mutex_unlock(&wd->lock);
+}
+
+void mp_watchdog_arm(struct mp_watchdog *wd, const char *phase, uint64_t ns)
+{
+	mp_watchdog_set(wd, phase, ns, false);
+}
+
+void mp_watchdog_arm_startup(struct mp_watchdog *wd, const char *phase, uint64_t ns)
+{
+	mp_watchdog_set(wd, phase, ns, true);
+}
+
+uint64_t mp_startup_ns(const struct mp_params *p)
+{
+	double s = p->startup_timeout_s > p->c.timeout_s ? p->startup_timeout_s : p->c.timeout_s;
+
+	return (uint64_t)(s * 1e9);
 }
 
 void mp_watchdog_disarm(struct mp_watchdog *wd)
