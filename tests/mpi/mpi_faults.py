@@ -5,11 +5,15 @@ code, the one line that says why, the time to exit (a generous bound: deadline +
 a benchmark) and that nothing is left: no rank or mpirun process (found by a marker path in
 their argv), no System V segment whose creator is gone (ipcs -m).
 
-  startup    a rank stopped (SIGSTOP) or killed before MPI_Init: the job ends by --timeout
+  startup    a rank stopped (SIGSTOP) or killed before MPI_Init: the job ends by the start-up
+             deadline (--startup-timeout)
+  tinytimeout  a healthy job with --timeout 0.1 (the start-up is not bound by it)
   shm        a rank held by gdb exactly inside shm_sync_attach (after the leader's shmget,
              before it attached), then killed or kept past --timeout; a rank killed or
              stopped as soon as the segment appears, and the leader itself killed there: no
              segment left, and the segment is marked for removal before the last attach
+  createwindow  the leader held inside its own shmget .. IPC_RMID window (fault hook
+             PAIRBENCH_FAULT=shmcreate:S): Ctrl-C, SIGTERM to mpirun, its own watchdog
   signals    SIGTERM / SIGINT / SIGHUP to mpirun during the timed block
   output     -o /dev/full, a closed stdout, an unopenable -o / --env-json, a FIFO
   options    an invalid --pin-list while mpirun binds the ranks, --pin-list without
@@ -380,12 +384,51 @@ def case_shm_window(a) -> None:
                 os.kill(victim, signal.SIGKILL)
 
 
+def case_create_window(a) -> None:
+    """The node leader held inside its own create window (shmget .. IPC_RMID, where the
+    segment would outlive it) by the fault hook PAIRBENCH_FAULT=shmcreate:S: the leader holds
+    there up to S seconds, less once a termination signal is held back (a signal arriving at
+    any instant of the real, microsecond window).  A Ctrl-C to mpirun, a kill of the job and
+    the leader's own start-up watchdog must not leave the segment (issue 28.3)."""
+    hold = 20.0
+    cases = (("SIGINT to mpirun (Ctrl-C) while the leader is inside its create window", 2,
+              "latency", signal.SIGINT),
+             ("SIGTERM to mpirun (a kill of the job) while the leader is inside its create "
+              "window", 2, "latency", signal.SIGTERM),
+             ("the leader's start-up watchdog firing inside its create window", 1, "allreduce",
+              None))
+    for what, np_, test, sig in cases:
+        startup = 60.0 if sig else 2.0
+        job = Job(a, np_, ["--test", test, "-s", "8", "-n", "10", "--timeout", "2",
+                           "--startup-timeout", f"{startup:g}", "-q", "-o", "@OUT@"],
+                  mpirun_opts=["-x", f"PAIRBENCH_FAULT=shmcreate:{hold:g}"])
+        rk = wait_ranks(job, np_)
+        seg = None
+        end = time.monotonic() + 30
+        while time.monotonic() < end and job.proc.poll() is None:
+            seg = shm_of(rk, job.shm_before)
+            if seg is not None:
+                break
+            time.sleep(0.01)
+        if seg is None or seg[1] & SHM_DEST:
+            job.kill_all()
+            raise Fail(f"{what}: the leader was not seen inside its create window (segment "
+                       f"{seg}): no fault hook PAIRBENCH_FAULT=shmcreate?")
+        if sig is not None:
+            os.kill(job.proc.pid, sig)
+            job.expect(what, tuple(range(1, 256)), None, MARGIN_S)
+        else:
+            job.expect(what, 1, "did not finish within the start-up deadline",
+                       hold + MARGIN_S)
+
+
 def case_shm_all(a) -> None:
     case_shm_window(a)
     case_shm(a)
 
 
-CASES = {"startup": case_startup, "tinytimeout": case_tiny_timeout, "shm": case_shm_all, "signals": case_signals,
+CASES = {"startup": case_startup, "tinytimeout": case_tiny_timeout, "shm": case_shm_all,
+         "createwindow": case_create_window, "signals": case_signals,
          "output": case_output, "options": case_options}
 
 
