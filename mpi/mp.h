@@ -192,6 +192,11 @@ void mp_watchdog_arm_startup(struct mp_watchdog *wd, const char *phase, uint64_t
  * node, more at scale), unrelated to how long one wait of a test may last.
  */
 uint64_t mp_startup_ns(const struct mp_params *p);
+/*
+ * held: an expiry waits until the hold is released (then fires at once): a window that
+ * must not be cut short by the watchdog's _exit (the leader's shmget .. IPC_RMID).
+ */
+void mp_watchdog_hold(struct mp_watchdog *wd, bool held);
 void mp_watchdog_disarm(struct mp_watchdog *wd);
 void mp_watchdog_stop(struct mp_watchdog *wd);
 

@@ -37,6 +37,7 @@ struct mp_watchdog {
 	uint64_t armed_for_ns;
 	const char *phase;
 	bool startup;            /* a start-up phase: the start-up deadline's message */
+	bool held;               /* mp_watchdog_hold: expiry waits until it is released */
 	bool stop;
 	int rank;                /* -1 = not known yet */
 };
@@ -57,6 +58,10 @@ static void *mp_watchdog_main(void *arg)
 	while (!wd->stop) {
 		uint64_t now = mp_mono_ns();
 
+		if (wd->deadline_ns && now >= wd->deadline_ns && wd->held) {
+			pthread_cond_wait(&wd->cond, &wd->lock); /* mp_watchdog_hold(wd, false) */
+			continue;
+		}
 		if (wd->deadline_ns && now >= wd->deadline_ns) {
 			char who[32] = "this rank";
 
@@ -149,6 +154,17 @@ uint64_t mp_startup_ns(const struct mp_params *p)
 	double s = p->startup_timeout_s > p->c.timeout_s ? p->startup_timeout_s : p->c.timeout_s;
 
 	return (uint64_t)(s * 1e9);
+}
+
+void mp_watchdog_hold(struct mp_watchdog *wd, bool held)
+{
+	if (!wd)
+		return;
+	pthread_mutex_lock(&wd->lock);
+	wd->held = held;
+	if (!held)
+		pthread_cond_signal(&wd->cond);
+	pthread_mutex_unlock(&wd->lock);
 }
 
 void mp_watchdog_disarm(struct mp_watchdog *wd)

@@ -247,15 +247,22 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
  * still attached somewhere (the leader holds it until teardown), and the
  * kernel frees it when the last process detaches or dies.  So no exit path
  * (Ctrl-C, a crashed rank, the watchdog, kill -9 of the leader) can leave it
- * behind, not even between the shmget and the last attach.
+ * behind between the shmget and the last attach.  The leader's own shmget ..
+ * IPC_RMID is closed too: termination signals are held back there
+ * (shm_sync_create) and the watchdog waits; only a kill -9 in those few system
+ * calls could leak.
  */
 static int mp_world_shm(struct mp_ctx *ctx, char *err, size_t errlen)
 {
 	int id = -1, rc = 0;
 
 	if (ctx->node_rank == 0) {
+		/* The watchdog's _exit waits while the segment is not yet marked (a signal
+		 * there is held back by shm_sync_create itself). */
+		mp_watchdog_hold(ctx->wd, true);
 		rc = shm_sync_create((unsigned)ctx->node_size, 64, sizeof(struct mp_shared), true,
 				     &ctx->shm);
+		mp_watchdog_hold(ctx->wd, false);
 		if (rc)
 			snprintf(err, errlen, "shm_sync_create for %d ranks on %s: %s", ctx->node_size,
 				 ctx->host, strerror(-rc));

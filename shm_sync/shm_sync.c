@@ -17,6 +17,7 @@
 #include <linux/futex.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHM_SYNC_MAGIC 0x70627379u /* "pbsy" */
@@ -90,11 +91,84 @@ static size_t shm_sync_slots_off(unsigned members)
 	return shm_sync_round(sizeof(struct shm_sync_hdr) + members * sizeof(struct shm_sync_member));
 }
 
+/*
+ * The create window.  Between shmget and IPC_RMID the segment would outlive this
+ * process, so no exit path we control may end it there.  The termination signals a
+ * user or a launcher sends (mpirun forwards a Ctrl-C as SIGTERM, and SIGKILLs 1 s later)
+ * are held back over the window: a handler records the first one, on whichever thread it
+ * lands (a signal mask would cover the calling thread only, and MPI and the watchdog run
+ * others); once the segment is marked, the old actions come back and the signal is
+ * raised again.  The record is a file-scope variable because a signal handler has no
+ * context argument; only the creating thread opens a window, one at a time.  SIGKILL
+ * cannot be held: a kill -9 inside these few system calls is the one way left to leak.
+ */
+static const int shm_sync_window_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define SHM_SYNC_WINDOW_NSIGS (sizeof(shm_sync_window_sigs) / sizeof(shm_sync_window_sigs[0]))
+
+static volatile sig_atomic_t shm_sync_held_sig;
+
+struct shm_sync_window {
+	struct sigaction old[SHM_SYNC_WINDOW_NSIGS];
+};
+
+static void shm_sync_hold_sig(int sig)
+{
+	if (!shm_sync_held_sig)
+		shm_sync_held_sig = sig;
+}
+
+static void shm_sync_window_open(struct shm_sync_window *w)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = shm_sync_hold_sig;
+	sigfillset(&sa.sa_mask);
+	shm_sync_held_sig = 0;
+	for (size_t i = 0; i < SHM_SYNC_WINDOW_NSIGS; i++)
+		sigaction(shm_sync_window_sigs[i], &sa, &w->old[i]);
+}
+
+static void shm_sync_window_close(struct shm_sync_window *w)
+{
+	int sig;
+
+	for (size_t i = 0; i < SHM_SYNC_WINDOW_NSIGS; i++)
+		sigaction(shm_sync_window_sigs[i], &w->old[i], NULL);
+	sig = shm_sync_held_sig;
+	shm_sync_held_sig = 0;
+	if (sig)
+		raise(sig); /* its old action: the default ends the process, a handler runs */
+}
+
+/*
+ * Fault injection (tests/mpi/mpi_faults.py createwindow, docs/failure-modes.md):
+ * PAIRBENCH_FAULT=shmcreate:S holds the creator inside the window for up to S seconds,
+ * less once a signal is held back, as if the signal had landed in the real window.
+ */
+static void shm_sync_fault_hold(void)
+{
+	const char *f = getenv("PAIRBENCH_FAULT");
+	uint64_t end;
+
+	if (!f || strncmp(f, "shmcreate:", 10))
+		return;
+	end = pb_clock_now_ns() + (uint64_t)(atof(f + 10) * 1e9);
+	fprintf(stderr, "fault injection: PAIRBENCH_FAULT=%s: holding the segment's creator between shmget and IPC_RMID\n",
+		f);
+	while (!shm_sync_held_sig && pb_clock_now_ns() < end) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 int shm_sync_create(unsigned members, size_t slot_bytes, size_t extra_bytes, bool remove_now,
 		    struct shm_sync **out)
 {
 	struct shm_sync *s;
 	size_t slot = shm_sync_round(slot_bytes), total;
+	struct shm_sync_window win;
 	void *addr;
 	int rc;
 
@@ -105,6 +179,8 @@ int shm_sync_create(unsigned members, size_t slot_bytes, size_t extra_bytes, boo
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	if (remove_now)
+		shm_sync_window_open(&win);
 	s->shmid = shmget(IPC_PRIVATE, total, IPC_CREAT | IPC_EXCL | 0600);
 	if (s->shmid < 0) {
 		rc = -errno;
@@ -124,8 +200,12 @@ int shm_sync_create(unsigned members, size_t slot_bytes, size_t extra_bytes, boo
 	s->hdr->total_bytes = total;
 	s->hdr->abort_member = -1;
 	atomic_thread_fence(memory_order_release);
-	if (remove_now && (rc = shm_sync_remove(s)))
-		goto err_detach;
+	if (remove_now) {
+		shm_sync_fault_hold();
+		if ((rc = shm_sync_remove(s)))
+			goto err_detach;
+		shm_sync_window_close(&win);
+	}
 	*out = s;
 	return 0;
 
@@ -134,6 +214,8 @@ err_detach:
 err_rmid:
 	shmctl(s->shmid, IPC_RMID, NULL);
 err_free:
+	if (remove_now)
+		shm_sync_window_close(&win);
 	free(s);
 	return rc;
 }
