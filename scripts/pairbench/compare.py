@@ -150,6 +150,15 @@ def _check_metrics(names: list[str], where: str) -> list[str]:
     return names
 
 
+def point_order(key: tuple) -> tuple:
+    """A point key's place in the output: layer, test, variant, pattern, buffers, qps, then
+    pairs and size.  (The key once had 5 fields and was sorted by positions; with 8, sizes
+    and pairs were left to set order, which differs between processes.)"""
+    d = dict(zip(POINT_KEY, key, strict=True))
+    return (*(str(d[k]) for k in ("layer", "test", "variant", "pattern", "buffers", "qps")),
+            int(d["pairs"]), int(d["msg_size_bytes"]))
+
+
 def point_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
                    metrics: list[str] | None = None) -> tuple[list[tuple], list[Feature]]:
     """The (point key, Feature) pairs of a comparison: every metric with values on both
@@ -167,7 +176,7 @@ def point_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     gb = dict(list(ab.groupby(POINT_KEY)))
     gn = dict(list(an.groupby(POINT_KEY)))
     keys, feats = [], []
-    for key in sorted(common, key=lambda k: (k[0], k[1], k[2], k[4], k[3])):
+    for key in sorted(common, key=point_order):
         b, n = gb[key], gn[key]
         tb, tn = timing_of(b), timing_of(n)
         if tb != tn:
@@ -326,7 +335,7 @@ def _timing_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> li
     gb = dict(list(ab.groupby(POINT_KEY)))
     gn = dict(list(an.groupby(POINT_KEY)))
     rows = []
-    for key in sorted(gb.keys() & gn.keys(), key=lambda k: (k[0], k[1], k[2], k[4], k[3])):
+    for key in sorted(gb.keys() & gn.keys(), key=point_order):
         b, n = gb[key], gn[key]
         tb, tn = timing_of(b), timing_of(n)
         if tb == tn:
@@ -609,8 +618,11 @@ def gate_lines(res: pd.DataFrame, max_listed: int = 20) -> list[str]:
                    "would decide it")
     counts = [n for n in (_reps(r) for _, r in inc.iterrows()) if n is not None]
     if len(inc):
-        most = (f"at least {max(counts)} repetitions per side" if counts
-                else "more repetitions")
+        approx = "≈" if bool(np.isfinite(inc["noise_cv"].astype(float)).all()) else "at least "
+        most = f"{approx}{max(counts)} repetitions per side" if counts else ""
+        if len(counts) < len(inc):
+            rest = f"{len(inc) - len(counts)} need more than {MAX_REPS} or an unknown count"
+            most = f"{most} ({rest})" if most else rest
         out.append(f"  to decide every inconclusive comparison: {most} "
                    "(pairbench sweep --repetitions auto adds them)")
     return out

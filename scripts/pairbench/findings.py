@@ -15,7 +15,9 @@ median over repetitions:
   start skew   the largest start skew of a multi-pair point
 Warnings: every machine flag (pairbench.flags), error rows, missing points (metadata's
 planned points without a headline row), bandwidth above the link rate.  With a base run:
-the comparison's verdict, regressions first.
+the gate's answer first (regression / no regression / inconclusive, with the points and the
+repetitions that would decide them: compare.gate_lines), then the verdicts, regressions
+first.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Findings:
     tests: list[TestFindings] = field(default_factory=list)
     verdict: list[str] = field(default_factory=list)              # with a base run
     regressions: int = 0
+    gate: str = ""          # with a base run: regression / no regression / inconclusive
 
 
 def _med(agg: pd.DataFrame) -> pd.DataFrame:
@@ -239,7 +242,10 @@ def compute(df: pd.DataFrame, meta: dict, tables: dict[str, TestTable] | None = 
         for key, g in med.groupby(TEST_KEY, dropna=False, sort=True):
             out.tests.append(_test_findings(key, g, tables, tuple(key) in nominal_keys))
     if compare is not None:
+        from pairbench.compare import run_gate
+
         out.verdict, out.regressions = verdict_lines(compare)
+        out.gate = run_gate(compare)
     return out
 
 
@@ -248,10 +254,13 @@ ORDER = ["regression", "suspected regression", "not comparable", "suspected impr
 
 
 def verdict_lines(res: pd.DataFrame) -> tuple[list[str], int]:
-    """One line per verdict class (regressions first), each naming its points."""
+    """The gate's lines (compare.gate_lines), then one line per verdict class (regressions
+    first), each naming its points."""
     from pairbench.analysis import METRICS, point_label
+    from pairbench.compare import gate_lines
 
-    lines = []
+    lines = ([ln.strip() for ln in gate_lines(res, max_listed=6)] if "gate" in res.columns
+             else [])
     n_reg = int((res["verdict"] == "regression").sum())
     counts = res["verdict"].value_counts()
     lines.append("verdict: " + (f"{n_reg} regression(s)" if n_reg else "no proven regression")

@@ -185,7 +185,7 @@ def plots_section(runs: list[tuple[str, pd.DataFrame, dict]]) -> Section:
 
 
 COMPARE_HEAD = ["test", "variant", "size", "pairs", "metric", "base", "new", "new / base",
-                "change", "reps base/new", "q", "verdict", "evidence"]
+                "change", "reps base/new", "q", "verdict", "gate", "evidence"]
 
 
 def compare_section(res: pd.DataFrame | None, error: str, base_name: str) -> Section:
@@ -203,14 +203,14 @@ def compare_section(res: pd.DataFrame | None, error: str, base_name: str) -> Sec
                      fmt.ratio(r["ratio"]),
                      f"{r['change_pct']:+.1f} %" if math.isfinite(r["change_pct"]) else "",
                      f"{r['n_base']}/{r['n_new']}", fmt.num(r["q_value"], 2),
-                     r["verdict"], r["evidence"]])
+                     r["verdict"], r["gate"], r["evidence"]])
         v = r["verdict"]
         classes.append("bad" if v.endswith("regression") else "good"
                        if v.endswith("improvement") else "")
     sec.paragraphs.append(f"BASE {base_name}; ratio = NEW / BASE; default thresholds (see "
                           "docs/compare-and-accept.md). Regressions first.")
     sec.items = method_lines(res)
-    sec.tables.append(Table(COMPARE_HEAD, rows, [False] * 5 + [True] * 6 + [False] * 2,
+    sec.tables.append(Table(COMPARE_HEAD, rows, [False] * 5 + [True] * 6 + [False] * 3,
                             classes))
     return sec
 

@@ -27,6 +27,7 @@ only arithmetic here is the method's own formulas.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -44,17 +45,18 @@ TRIM = 0.2                   # share trimmed from each end of a side (Yuen's 20 
                              # repetitions on, one outlying repetition per side is cut off
 
 
-def trim_count(n: int) -> int:
-    """Repetitions cut from each end of a side of n (scipy.stats.trim_mean's int(TRIM n))."""
-    return int(TRIM * n)
+def trim_count(n: int, trim: float = TRIM) -> int:
+    """Repetitions cut from each end of a side of n (scipy.stats.trim_mean's int(trim n))."""
+    return int(trim * n)
 
 
-def trim_inflation(n: int) -> float:
+@functools.lru_cache(maxsize=256)
+def trim_inflation(n: int, trim: float = TRIM) -> float:
     """rho: n x Var(trimmed mean) / sigma^2 for normal data (asymptotic, accurate to 2 %
     from n = 5 on): 1 without trimming, 1.145 at 20 %.  With gamma = g/n and c the normal
     (1 - gamma) quantile, the winsorized variance is (2 Phi(c) - 1) - 2 c phi(c) + 2 gamma c^2
     (in sigma^2) and Var(trimmed mean) = that / ((1 - 2 gamma)^2 n)."""
-    gamma = trim_count(n) / n if n > 0 else 0.0
+    gamma = trim_count(n, trim) / n if n > 0 else 0.0
     if gamma == 0:
         return 1.0
     c = float(stats.norm.isf(gamma))
@@ -63,21 +65,21 @@ def trim_inflation(n: int) -> float:
     return wvar / (1 - 2 * gamma) ** 2
 
 
-def side_stats(y: np.ndarray) -> tuple[float, float, int]:
+def side_stats(y: np.ndarray, trim: float = TRIM) -> tuple[float, float, int]:
     """One side's log values -> (20 % trimmed mean, variance estimate of sigma^2, its degrees
     of freedom h - 1 with h = n - 2g values kept).  The variance is Yuen's: the winsorized sum
     of squares SSD_w (the g lowest values set to the (g+1)-th, the g highest likewise), as
     n SSD_w / (h (h - 1) rho) — without trimming (n < 5) the ordinary sample variance."""
     y = np.sort(np.asarray(y, dtype=float))
     n = len(y)
-    g = trim_count(n)
+    g = trim_count(n, trim)
     h = n - 2 * g
-    loc = float(stats.trim_mean(y, TRIM))
+    loc = float(y[g:n - g].mean())         # = scipy.stats.trim_mean(y, trim), 30x faster
     if h < 2:
         return loc, math.nan, 0
     w = np.clip(y, y[g], y[n - g - 1])
     ssd = float(np.sum((w - w.mean()) ** 2))
-    return loc, n * ssd / (h * (h - 1) * trim_inflation(n)), h - 1
+    return loc, n * ssd / (h * (h - 1) * trim_inflation(n, trim)), h - 1
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,8 @@ class _Work:
     se: np.ndarray        # standard error of diff
 
 
-def _estimate(features: list[Feature], ok_idx: list[int], rows: list[dict]) -> _Work:
+def _estimate(features: list[Feature], ok_idx: list[int], rows: list[dict],
+              trim: float) -> _Work:
     """Step 1: differences of trimmed mean logs, pooled residual variances, thresholds."""
     k = len(features)
     w = _Work(diff=np.full(k, math.nan), var=np.full(k, math.nan), dfr=np.zeros(k),
@@ -307,14 +310,14 @@ def _estimate(features: list[Feature], ok_idx: list[int], rows: list[dict]) -> _
               tau=np.full(k, math.nan), se=np.full(k, math.nan))
     for i in ok_idx:
         f = features[i]
-        lb, vb, db = side_stats(np.log(f.base))
-        ln, vn, dn = side_stats(np.log(f.new))
+        lb, vb, db = side_stats(np.log(f.base), trim)
+        ln, vn, dn = side_stats(np.log(f.new), trim)
         w.diff[i] = ln - lb
         w.dfr[i] = db + dn
         if w.dfr[i] > 0:
             w.var[i] = (db * (vb if db else 0.0) + dn * (vn if dn else 0.0)) / w.dfr[i]
-        w.sef[i] = (trim_inflation(len(f.base)) / len(f.base)
-                    + trim_inflation(len(f.new)) / len(f.new))
+        w.sef[i] = (trim_inflation(len(f.base), trim) / len(f.base)
+                    + trim_inflation(len(f.new), trim) / len(f.new))
         base = float(np.exp(lb))
         w.tau[i] = max(math.log1p(f.rel), math.log1p(f.abs / base))
         rows[i].update(base=base, new=float(np.exp(ln)), ratio=float(np.exp(w.diff[i])),
@@ -424,13 +427,15 @@ def _gate(r: dict, i: int, tested: set[int], alpha: float) -> str:
 
 
 def judge(features: list[Feature], alpha: float, needed: bool = True,
-          target_power: float = DEFAULT_POWER, min_reps: int = MIN_REPS) -> Judgement:
+          target_power: float = DEFAULT_POWER, min_reps: int = MIN_REPS,
+          trim: float = TRIM) -> Judgement:
     """Verdicts for all features of one comparison (the steps of the module docstring).
 
     `needed` computes, for undecided comparisons, the repetitions per side that would decide
     them (a power calculation; skipped by the simulations for speed). Features with fewer
     than `min_reps` repetitions on a side still feed the prior but are never proven (neither
-    a change nor its absence)."""
+    a change nor its absence). `trim` = 0 is the method before issue 22 (plain means; the
+    calibration shows it beside the trimmed one)."""
     rows: list[dict] = []
     ok_idx: list[int] = []
     for i, f in enumerate(features):
@@ -444,7 +449,7 @@ def judge(features: list[Feature], alpha: float, needed: bool = True,
             ok_idx.append(i)
         else:
             rows[i].update(_invalid_row(f, why, min_reps))
-    w = _estimate(features, ok_idx, rows)
+    w = _estimate(features, ok_idx, rows, trim)
     priors = _moderate_by_metric(features, ok_idx, w, rows)
     worse = np.array([w.diff[i] if f.higher_is_worse else -w.diff[i]
                       for i, f in enumerate(features)])

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from conftest import cli, sweep
 from pairbench.columns import COLUMNS, columns_of
@@ -165,6 +166,8 @@ def test_trimmed_side_stats() -> None:
     y = np.log([1.0, 1.02, 0.98, 1.01, 0.99])
     far = np.log([1.0, 1.02, 0.98, 1.01, 0.4])
     assert side_stats(far)[0] == pytest.approx(side_stats(y)[0], abs=0.01)
+    for v in (y, far, np.log(np.arange(1.0, 12.0))):
+        assert side_stats(v)[0] == pytest.approx(stats.trim_mean(v, 0.2))
     # The winsorized variance stays at the level of the other four values (the plain one
     # would be ~300 times larger).
     assert side_stats(far)[1] < 3 * side_stats(y)[1] < 0.01 * far.var(ddof=1)
