@@ -1,7 +1,7 @@
 """The CSV column list (mirror of core/pb_schema.h), free of heavy imports so that tiny
 programs (the fake executable, checks inside the slow VM) can use it."""
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 COLUMNS: tuple[str, ...] = (
     "schema_version",
@@ -40,6 +40,10 @@ COLUMNS: tuple[str, ...] = (
     "min_pair_bw_gbit_s",
     "min_pair_bw_share",
     "duration_s",
+    "window_method",
+    "window_s",
+    "overlap_s",
+    "end_spread_us",
     "host",
     "peer",
     "device",
@@ -54,13 +58,16 @@ COLUMNS: tuple[str, ...] = (
 )
 
 # Version 2 added the worst-pair columns, version 3 the pattern, buffer layout, aggregate
-# scope, QP count and device columns; an older file lacks them (read as empty cells).
+# scope, QP count and device columns, version 4 the window columns (issue 21: a common
+# window per point by default; older runs were timed by a fixed count unless -D was given);
+# an older file lacks them (read as empty cells).
 ADDED_IN: dict[int, tuple[str, ...]] = {
     2: ("worst_lat_pair_id", "worst_lat_us_p50", "worst_lat_us_p99", "min_bw_pair_id",
         "min_pair_bw_gbit_s", "min_pair_bw_share"),
     3: ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device"),
+    4: ("window_method", "window_s", "overlap_s", "end_spread_us"),
 }
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3)
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
 
 
 def columns_of(version: int) -> tuple[str, ...]:

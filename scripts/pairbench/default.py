@@ -5,8 +5,10 @@
 2. MPI multi-pair sweep on this node through mpirun: latency, bw; pairs 1,2;
 3. plots and an HTML report for each, and report.png (its first screens, rendered by
    headless Chromium) when Chromium is installed; prints where everything is.
-Iteration counts are small so that it finishes in a few minutes on 2 cores without RDMA
-hardware (the emulated device costs tens of µs per operation).
+Every point runs for a time, not a count (docs/methodology.md "Windows"): bandwidth 0.2 s of
+one common window, latency 0.1 s and at least 200 samples on the emulated device (tens of µs
+per operation; 1,000, the executables' default, in the MPI part), so that it finishes in a
+few minutes on 2 cores without RDMA hardware.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from pairbench.sweep import SweepOptions
 from pairbench.testtable import DEFAULT_TESTS
 
 VERBS = SweepOptions(layer="verbs", tests=tuple(DEFAULT_TESTS["verbs"]),
-                     pairs="1,2,4", sizes="8,128,256,4K,64K", iterations=200, warmup=20,
+                     pairs="1,2,4", sizes="8,128,256,4K,64K", warmup=20, lat_samples=200,
                      launcher="softroce", timeout_s=120.0, allow_oversubscribe=True)
 MPI = SweepOptions(layer="mpi", tests=tuple(DEFAULT_TESTS["mpi"]), pairs="1,2",
-                   sizes="8,128,4K,64K", iterations=1000, warmup=100, launcher="mpirun",
+                   sizes="8,128,4K,64K", warmup=100, launcher="mpirun",
                    repetitions=3, timeout_s=60.0, allow_oversubscribe=True)
 
 

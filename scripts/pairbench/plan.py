@@ -36,6 +36,9 @@ class SweepConfig:
     iterations: int | None = None
     warmup: int | None = None
     duration_s: float | None = None
+    bw_seconds: float | None = None
+    lat_seconds: float | None = None
+    lat_samples: int | None = None
     pin: str | None = None
     pin_list: str | None = None
     allow_oversubscribe: bool = False
@@ -103,6 +106,11 @@ def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
         args += ["--warmup", str(cfg.warmup)]
     if cfg.duration_s is not None:
         args += ["--duration", f"{cfg.duration_s:g}"]
+    for opt, secs in (("--bw-seconds", cfg.bw_seconds), ("--lat-seconds", cfg.lat_seconds)):
+        if secs is not None:
+            args += [opt, f"{secs:g}"]
+    if cfg.lat_samples is not None:
+        args += ["--lat-samples", str(cfg.lat_samples)]
     if cfg.pin is not None:
         args += ["--pin", cfg.pin]
     if cfg.pin_list is not None:

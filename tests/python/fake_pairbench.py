@@ -104,13 +104,17 @@ def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
     kind = TESTS[a.test]
     buffers = layout(a, layer)
     n = max(2, min(a.iterations, 2000))
+    # How long the point ran (core/pb_window.c): the fake's numbers stay those of its count.
+    method, window_s = ("count", "") if a.count else (
+        ("window", g9(a.duration)) if a.duration else
+        ("target", g9(a.lat_seconds)) if kind == "lat" else ("window", g9(a.bw_seconds)))
     rows, pooled, gbit, dur = [], [], [], []
     for pid, c in enumerate(centres):
         r = dict.fromkeys(COLUMNS, "")
         r.update(layer=layer, test=a.test, buffers=buffers, msg_size_bytes=str(size),
                  pairs=str(a.pairs), qps=str(a.qps) if layer == "verbs" else "",
                  pair_id=str(pid), iterations=str(a.iterations),
-                 warmup_iterations=str(a.warmup),
+                 warmup_iterations=str(a.warmup), window_method=method, window_s=window_s,
                  status="ok", host=host, cpu=str(pid), numa_node="0")
         if kind == "lat":
             xs = pair_samples(c, n)
@@ -132,7 +136,8 @@ def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
                pairs=str(a.pairs), qps=str(a.qps) if layer == "verbs" else "", pair_id="all",
                iterations=str(a.iterations * n_p),
                warmup_iterations=str(a.warmup), status="ok", host=host, start_skew_us="0.4",
-               duration_s=g9(max(dur)))
+               duration_s=g9(max(dur)), window_method=method, window_s=window_s,
+               overlap_s=g9(min(dur)), end_spread_us=g9((max(dur) - min(dur)) * 1e6))
     if kind == "lat":
         agg.update(lat_kind=rows[0]["lat_kind"], **lat_stats(pooled))
         if n_p > 1:
@@ -197,9 +202,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(prog="fake-pairbench", add_help=True)
     ap.add_argument("--test")
     ap.add_argument("-s", "--sizes", default="8")
-    ap.add_argument("-n", "--iterations", type=int, default=1000)
+    ap.add_argument("-n", "--iterations", type=int)  # not given: a time (the fake counts 1000)
     ap.add_argument("-w", "--warmup", type=int, default=100)
     ap.add_argument("-D", "--duration", type=float)
+    ap.add_argument("--bw-seconds", type=float, default=0.2)
+    ap.add_argument("--lat-seconds", type=float, default=0.1)
+    ap.add_argument("--lat-samples", type=int, default=1000)
     ap.add_argument("--pairs", type=int, default=1)
     ap.add_argument("--buffers", choices=["fresh", "peer"])
     ap.add_argument("--qps", type=int, default=1)  # verbs: every row says its QP count (mpi: empty)
@@ -220,6 +228,9 @@ def main() -> int:
         a = ap.parse_args()
     except SystemExit as exc:
         return 2 if exc.code else 0
+    a.count = a.iterations is not None
+    if not a.count:
+        a.iterations = 1000
     if a.list_tests and a.format == "json":  # the real table of the layer (the snapshot's)
         tables = json.loads((HERE.parents[2] / "scripts" / "pairbench" /
                              "test_tables.json").read_text())
