@@ -15,15 +15,9 @@
 
 const char *pb_opts_clip(const char *v, char *buf, size_t len)
 {
-	size_t n = 0, max = len > 4 ? len - 4 : 0;
-
-	if (!len)
+	if (len < PB_CLIP_CHARS + 1)
 		return "";
-	for (; v[n] && n < max && n < PB_CLIP_CHARS; n++)
-		buf[n] = isprint((unsigned char)v[n]) ? v[n] : '?';
-	buf[n] = 0;
-	if (v[n])
-		strcpy(buf + n, "...");
+	pb_clip_span(v, strlen(v), buf);
 	return buf;
 }
 
@@ -296,7 +290,8 @@ static int pb_opts_defaults(const struct pb_opt *t, size_t n, void *params)
 
 /*
  * Make a reason from any parser one short line: every quoted value ('...')
- * longer than PB_CLIP_CHARS is clipped, non-printable characters become '?'.
+ * longer than PB_CLIP_CHARS is clipped by the one rule (pb_clip_span), non-printable
+ * characters become '?'.
  */
 static void pb_opts_clip_quoted(char *s)
 {
@@ -308,11 +303,10 @@ static void pb_opts_clip_quoted(char *s)
 			size_t n = end ? (size_t)(end - r - 1) : 0;
 
 			if (end && n > PB_CLIP_CHARS) {
+				/* the clipped value is shorter than the original: w stays behind r */
 				*w++ = '\'';
-				for (size_t i = 0; i < PB_CLIP_CHARS; i++)
-					*w++ = isprint((unsigned char)r[1 + i]) ? r[1 + i] : '?';
-				memcpy(w, "...'", 4);
-				w += 4;
+				w += pb_clip_span(r + 1, n, w);
+				*w++ = '\'';
 				r = end + 1;
 				continue;
 			}

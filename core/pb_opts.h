@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pb_log.h" /* PB_CLIP_CHARS, the clipping rule */
+
 #define PB_LIST_MAX 64
 
 struct pb_u64_list {
@@ -85,11 +87,11 @@ void pb_opts_print_help(FILE *f, const char *prog, const char *summary, const st
 			size_t n);
 
 /*
- * A value as echoed in a message: at most PB_CLIP_CHARS characters, non-printable
- * ones as '?', "..." when clipped (a 10 KB value must not push the reason out
- * of the message, a newline must not split it).  Returns buf (len >= 4).
+ * A value as echoed in a message, by the one clipping rule (pb_log.h pb_clip_span):
+ * at most PB_CLIP_CHARS characters (a 10 KB value must not push the reason out of the
+ * message), non-printable ones as '?' (a newline must not split it).  Returns buf;
+ * len >= PB_CLIP_CHARS + 1, or "" when smaller.
  */
-#define PB_CLIP_CHARS 40
 const char *pb_opts_clip(const char *v, char *buf, size_t len);
 
 /* Parse one size ("64K") or a size list ("1:8M,3"). Return 0 or -EINVAL with why in err. */

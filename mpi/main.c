@@ -441,7 +441,10 @@ int main(int argc, char **argv)
 	if (!rc && !p.c.help && !p.c.print_schema && !p.c.list_tests) {
 		t = mp_test_find(p.c.test);
 		if (!t) {
-			snprintf(err, sizeof(err), "unknown --test '%s' (see --list-tests)", p.c.test);
+			char clip[PB_CLIP_CHARS + 1];
+
+			snprintf(err, sizeof(err), "unknown --test '%s' (see --list-tests)",
+				 pb_opts_clip(p.c.test, clip, sizeof(clip)));
 			rc = -EINVAL;
 		} else {
 			rc = mp_validate(&p, t, &res, err, sizeof(err));

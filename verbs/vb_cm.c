@@ -240,7 +240,7 @@ static int vb_cm_client(struct vb_worker *w)
 		rc = vb_cm_try(w, &dst, &wt);
 		if (rc == -ETIMEDOUT) {
 			snprintf(w->error, sizeof(w->error),
-				 "no server answered at %s port %u within %.1f s (no answer to %s; start the server side, or check the address)",
+				 "no server answered at %s port %u within %.1f s (still waiting for %s; start the server side, or check the address)",
 				 w->peer_host, port, (double)(pb_clock_now_ns() - wt.since_ns) / 1e9, wt.what);
 			break;
 		}

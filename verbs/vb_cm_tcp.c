@@ -401,7 +401,7 @@ static int vb_tcp_client(struct vb_worker *w, uint8_t *hello, size_t hello_len, 
 		rc = vb_tcp_try(w, &dst, &wt, hello, hello_len, mqi);
 		if (rc == -ETIMEDOUT) {
 			snprintf(w->error, sizeof(w->error),
-				 "no server answered at %s port %u within %.1f s (no answer to %s; start the server side, or check the address)",
+				 "no server answered at %s port %u within %.1f s (still waiting for %s; start the server side, or check the address)",
 				 w->peer_host, port, (double)(pb_clock_now_ns() - wt.since_ns) / 1e9, wt.what);
 			break;
 		}

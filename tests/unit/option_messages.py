@@ -39,12 +39,13 @@ def run(layer: str, binary: str, args: list) -> tuple[int, str]:
 def cases(layer: str) -> list:
     """(what, args, reason the first error line must end with or None, echoed value)."""
     c = []
-    for name, value in (("a 10 KB value", LONG), ("control bytes", CTRL)):
+    for name, value, why in (("a 10 KB value", LONG, "File name too long"),
+                             ("control bytes", CTRL, "No such file or directory")):
         c += [(f"--test with {name}", ["--test", value], None, value),
               (f"--output in a missing directory, {name}", ["-o", f"/nonexistent/{value}"],
-               "No such file or directory", value),
+               why, value),
               (f"--env-json in a missing directory, {name}",
-               ["--env-json", f"/nonexistent/{value}"], "No such file or directory", value),
+               ["--env-json", f"/nonexistent/{value}"], why, value),
               (f"--pin-list with {name}", ["--pin", "list", "--pin-list", value], None, value),
               (f"--timeout with {name}", ["--timeout", value], None, value)]
         if layer == "mpi":
