@@ -99,6 +99,19 @@ def check_ranges(layer: str, binary: str) -> list:
     return bad
 
 
+def check_env_json_full(layer: str, binary: str) -> list:
+    """--env-json /dev/full: reported before the run (the record is written at its end),
+    not after it; here, without a device, before the probe that finds none."""
+    rc, err = run(layer, binary, ["--env-json", "/dev/full", "--test", "latency" if
+                                  layer == "mpi" else "write_lat", "-s", "8"])
+    first = next((ln for ln in err.splitlines() if "error:" in ln), "")
+    if rc in (0, 77) or "--env-json /dev/full" not in first or \
+            "No space left on device" not in first:
+        return [f"--env-json /dev/full: exit {rc}, first error {first[:160]!r} (not reported "
+                "before the run)"]
+    return []
+
+
 def check_cm_templates(layer: str) -> list:
     """The client's "no server answered" message names the wait that timed out; it cannot
     run without a device (the rig runs verbs.noserver), so its template is filled here with
@@ -129,6 +142,7 @@ def main() -> int:
         bad += check_message(layer, binary, what, args, reason, value)
     bad += check_ranges(layer, binary)
     bad += check_cm_templates(layer)
+    bad += check_env_json_full(layer, binary)
     for b in bad:
         print(f"FAIL: {b}")
     if not bad:
