@@ -511,6 +511,18 @@ int main(int argc, char **argv)
 			fclose(csv);
 		return PB_EXIT_USAGE;
 	}
+	/*
+	 * The record is written after the run (it holds what the workers saw); its first
+	 * byte, a newline (JSON whitespace), goes now: a target that takes no bytes
+	 * (/dev/full, a full disk) fails before anything is measured, not after.
+	 */
+	if (env && (fputc('\n', env) == EOF || fflush(env))) {
+		pb_log_error("writing --env-json %s failed: %s", p.c.env_json, strerror(errno));
+		fclose(env);
+		if (csv != stdout)
+			fclose(csv);
+		return PB_EXIT_RUNTIME;
+	}
 	/* Rows reach the file as they are made: an interrupted run keeps what it measured. */
 	setvbuf(csv, NULL, _IOLBF, 0);
 	rc = vb_launch(&p, csv, env);

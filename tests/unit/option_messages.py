@@ -102,7 +102,7 @@ def check_ranges(layer: str, binary: str) -> list:
 def check_env_json_full(layer: str, binary: str) -> list:
     """--env-json /dev/full: reported before the run (the record is written at its end),
     not after it; here, without a device, before the probe that finds none."""
-    rc, err = run(layer, binary, ["--env-json", "/dev/full", "--test", "latency" if
+    rc, err = run(layer, binary, ["--env-json", "/dev/full", "--test", "allreduce" if
                                   layer == "mpi" else "write_lat", "-s", "8"])
     first = next((ln for ln in err.splitlines() if "error:" in ln), "")
     if rc in (0, 77) or "--env-json /dev/full" not in first or \
