@@ -204,7 +204,8 @@ def case_tiny_timeout(a) -> None:
     job = Job(a, 2, ["--pin", "none", "-q", "--test", "bw", "-s", "8,4M", "-n", "20",
                      "-w", "5", "--timeout", "0.1", "-o", "@OUT@"])
     rc = job.wait(60 + MARGIN_S, "a healthy job with --timeout 0.1")
-    rows = open(job.marker).read().splitlines() if os.path.exists(job.marker) else []
+    rows = (Path(job.marker).read_text().splitlines() if os.path.exists(job.marker)
+            else [])
     if rc != 0:
         first = [ln for ln in job.err.splitlines() if "pairbench-mpi: error:" in ln][:1]
         job.kill_all()
