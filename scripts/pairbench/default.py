@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pairbench import plot, report, sweep
+from pairbench import autoreps, plot, report, sweep
 from pairbench.errors import UsageError
 from pairbench.sweep import SweepOptions
 from pairbench.testtable import DEFAULT_TESTS
@@ -39,6 +39,7 @@ class DefaultOptions:
     skip_verbs: bool = False
     skip_mpi: bool = False
     progress: bool = True
+    repetitions: str | None = None   # N or auto[:MAX] for the MPI sweep (None: its preset)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,12 +47,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-verbs", action="store_true")
     p.add_argument("--skip-mpi", action="store_true")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--repetitions", default=None, metavar="N|auto[:MAX]",
+                   help="the MPI sweep's repetitions (default 3); auto[:MAX] adds repetitions "
+                   "until its noise can show a change of twice each threshold (as sweep "
+                   "--repetitions auto); the verbs sweep through the rig keeps its own count")
 
 
 def run_default(ns: argparse.Namespace) -> int:
     """The CLI shell of `pairbench default`."""
     return default_run(DefaultOptions(results_dir=ns.results_dir, skip_verbs=ns.skip_verbs,
-                                      skip_mpi=ns.skip_mpi, progress=not ns.no_progress))
+                                      skip_mpi=ns.skip_mpi, progress=not ns.no_progress,
+                                      repetitions=ns.repetitions))
 
 
 def _screenshot(label: str, html: Path) -> None:
@@ -77,7 +83,11 @@ def default_run(opts: DefaultOptions) -> int:
     if not opts.skip_verbs:
         plan.append(("verbs (Soft-RoCE rig)", VERBS))
     if not opts.skip_mpi:
-        plan.append(("MPI (mpirun, this node)", MPI))
+        mpi = MPI
+        if opts.repetitions is not None:
+            reps, auto = autoreps.parse_repetitions(opts.repetitions)
+            mpi = replace(MPI, repetitions=reps, auto=auto)
+        plan.append(("MPI (mpirun, this node)", mpi))
     worst = 0
     done: list[tuple[str, Path, int]] = []
     for label, base in plan:

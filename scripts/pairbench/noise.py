@@ -49,6 +49,7 @@ from pairbench.verdict import (
     moderate,
     prior_record,
     reps_needed,
+    side_stats,
 )
 
 REPS = (2, 3, 5, 10)
@@ -68,13 +69,15 @@ def noise_frame(df: pd.DataFrame, th: Thresholds, target_power: float = DEFAULT_
             v = g[metric].dropna().to_numpy(dtype=float)
             if len(v) == 0:
                 continue
-            row = {**dict(zip(POINT_KEY, key, strict=True)), "metric": metric, "n": len(v)}
+            row = {**dict(zip(POINT_KEY, key, strict=True)), "metric": metric, "n": len(v),
+                   "df": 0}
             if not (np.all(np.isfinite(v)) and np.all(v > 0)):
                 row.update(value=math.nan, var=math.nan, note="a value <= 0 or infinite")
             else:
-                y = np.log(v)
-                row.update(value=float(np.exp(y.mean())),
-                           var=float(np.var(y, ddof=1)) if len(v) > 1 else math.nan, note="")
+                # compare's estimate: trimmed mean and Yuen's variance (verdict.side_stats)
+                loc, var, df_own = side_stats(np.log(v))
+                row.update(value=float(np.exp(loc)), var=var if df_own > 0 else math.nan,
+                           df=df_own, note="")
             rows.append(row)
     if not rows:
         raise UsageError(f"no aggregate ok rows with values for {', '.join(wanted)}")
@@ -88,10 +91,9 @@ def noise_frame(df: pd.DataFrame, th: Thresholds, target_power: float = DEFAULT_
     out["prior_df"] = 0.0
     for metric, idx in out.groupby("metric").groups.items():
         sub = out.loc[idx]
-        prior = fit_prior(sub["var"].to_numpy(), (sub["n"] - 1).to_numpy(dtype=float))
+        prior = fit_prior(sub["var"].to_numpy(), sub["df"].to_numpy(dtype=float))
         priors[metric] = prior
-        post, _ = moderate(sub["var"].fillna(0).to_numpy(), (sub["n"] - 1).to_numpy(float),
-                           prior)
+        post, _ = moderate(sub["var"].fillna(0).to_numpy(), sub["df"].to_numpy(float), prior)
         post[~np.isfinite(sub["value"].to_numpy())] = math.nan
         out.loc[idx, "post_var"] = post
         out.loc[idx, "prior_df"] = prior.df

@@ -20,11 +20,12 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pairbench import fingerprint, procutil, testtable
+from pairbench import autoreps, fingerprint, procutil, testtable
+from pairbench.autoreps import AutoReps
 from pairbench.collect import (
     Row,
     atomic_write_json,
@@ -47,7 +48,7 @@ from pairbench.plan import (
 from pairbench.progress import SweepProgress
 from pairbench.run import PointResult, run_point
 from pairbench.safeio import output_dir
-from pairbench.schema import check_schema, parse_print_schema
+from pairbench.schema import check_schema, load_run, parse_print_schema
 from pairbench.sizes import SIZE_LIST_RULE, parse_int_list, parse_sizes
 
 
@@ -71,7 +72,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", default="1", help="pair counts, e.g. 1,2,4,8 (default 1)")
     p.add_argument("--qps", default=None, help="verbs: queue pairs per pair, e.g. 1,8,64 (a point "
                    f"per value, 1..{MAX_QPS}; default: the executable's 1)")
-    p.add_argument("--repetitions", type=int, default=1, help="runs of every point (default 1)")
+    p.add_argument("--repetitions", default="1", metavar="N|auto[:MAX]",
+                   help="runs of every point (default 1); auto[:MAX]: 3, then more of the "
+                   "undecided points until decided or MAX (default 10; docs/driver.md)")
+    p.add_argument("--baseline", default=None, metavar="RUN",
+                   help="with --repetitions auto: decide every point against this run (as "
+                   "pairbench compare RUN NEW would)")
+    p.add_argument("--detect", default=None, metavar="PCT",
+                   help="with --repetitions auto and no --baseline: the change every point "
+                   "must be able to show (default twice each metric's threshold)")
     p.add_argument("--launcher", choices=LAUNCHERS, default="local")
     p.add_argument("--hosts", default=None, help="comma-separated hosts (mpirun -H, srun "
                    "--nodelist, ssh: server,client)")
@@ -131,6 +140,7 @@ class SweepOptions:
     pairs: str = "1"
     qps: str | None = None  # verbs --qps list as written ("1,8,64"); None = not given
     repetitions: int = 1
+    auto: AutoReps | None = None  # --repetitions auto[:MAX] (then repetitions = MIN_REPS)
     launcher: str = "local"
     hosts: str | None = None
     timeout_s: float = 300.0
@@ -160,10 +170,16 @@ class SweepOptions:
     @classmethod
     def from_namespace(cls, ns: argparse.Namespace) -> SweepOptions:
         """The CLI shell's half: argparse's result for `sweep` (add_arguments) as options."""
+        reps, auto = autoreps.parse_repetitions(ns.repetitions)
+        if auto is not None:
+            auto = replace(auto, baseline=ns.baseline, detect=None if ns.detect is None
+                           else _fraction(ns.detect, "--detect"))
+        elif ns.baseline is not None or ns.detect is not None:
+            raise UsageError("--baseline and --detect go with --repetitions auto[:MAX]")
         return cls(
             layer=ns.layer, tests=tuple(t.strip() for arg in ns.test for t in arg.split(",")
                                         if t.strip()), sizes=ns.sizes, pairs=ns.pairs, qps=ns.qps,
-            repetitions=ns.repetitions, launcher=ns.launcher, hosts=ns.hosts,
+            repetitions=reps, auto=auto, launcher=ns.launcher, hosts=ns.hosts,
             timeout_s=ns.timeout, results_dir=ns.results_dir, run_dir=ns.run_dir,
             binary=ns.binary, remote_binary=ns.remote_binary, connect_addr=ns.connect_addr,
             devices=ns.devices, rig_devices=ns.rig_devices,
@@ -185,7 +201,10 @@ class SweepOptions:
                 ("--duration", self.duration_s, None), ("--bw-seconds", self.bw_seconds, None),
                 ("--lat-seconds", self.lat_seconds, None),
                 ("--lat-samples", self.lat_samples, None), ("--launcher", self.launcher, "local"),
-                ("--repetitions", self.repetitions, 1), ("--timeout", self.timeout_s, 300.0),
+                ("--repetitions", self.repetitions if self.auto is None
+                 else f"auto:{self.auto.max_reps}", 1), ("--timeout", self.timeout_s, 300.0),
+                ("--baseline", self.auto and self.auto.baseline, None),
+                ("--detect", self.auto and self.auto.detect, None),
                 ("--hosts", self.hosts, None), ("--binary", self.binary, None),
                 ("--remote-binary", self.remote_binary, None),
                 ("--connect-addr", self.connect_addr, None),
@@ -292,6 +311,18 @@ MAX_PAIRS = 256  # PB_MAX_PAIRS in core/pb_common.h
 MAX_QPS = 16384  # VB_MAX_QPS in verbs/vb_hdr.h
 MAX_TIMEOUT_S = 86400.0  # the executables' --timeout range is 0.1..86400 s
 MAX_LAT_SAMPLES = 524288  # PB_TARGET_MAX_SAMPLES in core/pb_common.h
+
+
+def _fraction(text: str, opt: str) -> float:
+    """'10%' or 0.1 -> 0.1 (a positive fraction)."""
+    t = str(text).strip()
+    try:
+        v = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise UsageError(f"{opt} {text!r}: expected a fraction or a percentage (10%)") from None
+    if not (math.isfinite(v) and 0 < v < 10):
+        raise UsageError(f"{opt} {text!r}: expected a change above 0 (e.g. 10%)")
+    return v
 
 
 def check_numbers(opts: SweepOptions) -> None:
@@ -469,15 +500,16 @@ class StopSignals:
 
 
 def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, meta: dict,
-            fail_fast: bool, show_progress: bool, signals: StopSignals | None = None
-            ) -> list[Row]:
-    """Run every point in order, writing data.csv and metadata.json after each one.
+            fail_fast: bool, show_progress: bool, signals: StopSignals | None = None,
+            carry: list[Row] | None = None) -> list[Row]:
+    """Run every point in order, writing data.csv and metadata.json after each one (after
+    the rows in carry and meta's points so far: a round of --repetitions auto).
     A stop signal ends the running point (process group killed) and records the rest as
     not run; meta["interrupted"] then says which signal and which point."""
     (run_dir / "raw").mkdir(exist_ok=True)
     signals = signals or StopSignals()
-    data: list[Row] = []
-    meta["points"] = []
+    data: list[Row] = list(carry or [])
+    meta["points"] = meta.get("points", []) if carry else []
     stop_reason: str | None = None
     with SweepProgress(len(points), enabled=show_progress) as prog:
         for p in points:
@@ -600,11 +632,15 @@ def sweep_to_dir(opts: SweepOptions) -> tuple[int, Path]:
     # Validate everything that can be validated before creating any directory.
     probe = config_from_options(opts, Path("/nonexistent-run-dir"), root)
     points_probe = plan_sweep(probe)
+    baseline = load_run(opts.auto.baseline) if opts.auto and opts.auto.baseline else None
     # From here on a stop signal ends whatever runs (the start-up probe, the fingerprint's
     # helpers, a point) as a process group, and the sweep with 128 + N.
     with StopSignals() as signals:
         start = StartupProbe(probe.timeout_s, signals)
         if probe.launcher == "softroce":
+            if opts.auto is not None:
+                raise UsageError("--repetitions auto: not with --launcher softroce (the rig "
+                                 "runs a fixed plan); give a count")
             rig = Path(opts.launcher_cmd or root / "scripts" / "softroce-run")
             if not rig.is_file():
                 raise UsageError(f"Soft-RoCE rig {rig} not found (--launcher softroce)")
@@ -633,6 +669,14 @@ def sweep_to_dir(opts: SweepOptions) -> tuple[int, Path]:
             from pairbench.rigrun import run_softroce  # rigrun builds on this module
 
             return run_softroce(plan, opts, run_dir, meta, root, signals), run_dir
-        data = execute(cfg, points, run_dir, run_id, meta, opts.fail_fast, opts.progress,
-                       signals)
+        if opts.auto is None:
+            data = execute(cfg, points, run_dir, run_id, meta, opts.fail_fast, opts.progress,
+                           signals)
+        else:
+            data, rounds = autoreps.run_rounds(
+                opts.auto, lambda r: plan_sweep(replace(cfg, repetitions=r)),
+                lambda pts, carry: execute(cfg, pts, run_dir, run_id, meta, opts.fail_fast,
+                                           opts.progress, signals, carry),
+                lambda: load_run(run_dir), signals.stopped, baseline)
+            meta["repetitions_auto"] = autoreps.record(opts.auto, rounds)
         return finish(run_dir, data, meta), run_dir
