@@ -43,6 +43,22 @@ void pb_env_clock(FILE *f, const struct pb_clock_info *ci, double offset_error_n
 	fputs("},\n", f);
 }
 
+void pb_env_timing(FILE *f, const struct pb_window_plan *w, uint64_t warmup)
+{
+	fprintf(f, "  \"timing\": {\"window_method\": \"%s\", ", pb_window_method_names[w->method]);
+	if (w->method == PB_WM_COUNT)
+		fprintf(f, "\"iterations\": %llu", (unsigned long long)w->iterations);
+	else
+		fprintf(f, "\"window_s\": %g", w->seconds);
+	if (w->method == PB_WM_TARGET)
+		fprintf(f, ", \"min_samples\": %llu, \"max_samples\": %llu",
+			(unsigned long long)w->min_iterations, (unsigned long long)w->iterations);
+	if (w->method == PB_WM_WINDOW)
+		fprintf(f, ", \"latency\": \"%s\"", w->histogram ? "histogram" : "none");
+	fprintf(f, ", \"warmup_iterations\": %llu, \"tail_fraction\": %g},\n",
+		(unsigned long long)warmup, PB_TAIL_FRACTION);
+}
+
 void pb_env_placement_begin(FILE *f)
 {
 	fputs("  \"placement\": [\n", f);

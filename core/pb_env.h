@@ -9,6 +9,7 @@
 #define PB_ENV_H
 
 #include "pb_clock.h"
+#include "pb_window.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +30,8 @@ void pb_env_str(FILE *f, const char *s);
 void pb_env_head(FILE *f, const char *tool, const char *layer, const char *test, const char *host);
 /* The "clock" object (offset_error_ns only when >= 0: clocks of several nodes), then ",\n". */
 void pb_env_clock(FILE *f, const struct pb_clock_info *ci, double offset_error_ns);
+/* The "timing" object: how long each point ran (pb_window.h), the effective values, then ",\n". */
+void pb_env_timing(FILE *f, const struct pb_window_plan *w, uint64_t warmup);
 /* "placement": [ — then one pb_env_place() per process, then pb_env_placement_end(). */
 void pb_env_placement_begin(FILE *f);
 /* One entry's common keys, left open: the caller adds ", \"key\": value" pairs, then "}". */

@@ -278,15 +278,9 @@ static void mp_engine_params(const struct mp_ctx *ctx, const struct mp_test *t, 
 	struct pb_run_facts facts = { .busy_procs = (unsigned)ctx->node_size,
 				      .cpus = ctx->node_cpus };
 
-	/* Collectives and halo align samples across ranks, block timing reads no clock: a count. */
-	bool time_stop = t->kind != MP_KIND_ALL && ctx->p->timing != PB_TIMING_BLOCK;
-
 	pb_run_engine_params(&t->info, "mpi", &ctx->p->c, mp_variant(ctx->p), ctx->p->window,
-			     pairs, time_stop, ep);
-	/* Rank 0 gathers every rank's samples: room for at most MP_GATHER_MAX_SAMPLES in all. */
-	if (ep->method == PB_WM_TARGET && ep->iterations * (uint64_t)ctx->size > MP_GATHER_MAX_SAMPLES)
-		ep->iterations = MP_GATHER_MAX_SAMPLES / (uint64_t)ctx->size > ep->min_iterations ?
-				 MP_GATHER_MAX_SAMPLES / (uint64_t)ctx->size : ep->min_iterations;
+			     pairs, mp_time_stop(ctx, t), ep);
+	ep->iterations = mp_sample_room(ctx, ep->method, ep->iterations, ep->min_iterations);
 	ep->buffers = t->info.buffers ? pb_buffers_names[ctx->p->buffers] : NULL;
 	ep->block_timed = ctx->p->timing == PB_TIMING_BLOCK;
 	pb_flags_run(&facts, flags, len);

@@ -121,6 +121,16 @@ struct mp_test {
  */
 #define MP_GATHER_MAX_SAMPLES (1ull << 26)
 
+struct mp_ctx;
+struct mp_test;
+/* The test can stop on a deadline: not collectives and halo (samples aligned across ranks),
+ * not --timing block (no clock read to stop on). */
+bool mp_time_stop(const struct mp_ctx *ctx, const struct mp_test *t);
+/* Samples per pair of a target point: room, or less so that rank 0's gather stays within
+ * MP_GATHER_MAX_SAMPLES (never fewer than min); other methods: room unchanged. */
+uint64_t mp_sample_room(const struct mp_ctx *ctx, enum pb_window_method m, uint64_t room,
+			uint64_t min);
+
 extern const struct mp_test mp_tests_latency[];
 extern const struct mp_test mp_tests_bw[];
 extern const struct mp_test mp_tests_loaded[];

@@ -517,6 +517,21 @@ static void mp_json_ranks(FILE *f, const struct mp_ctx *ctx, const struct mp_ran
 	fputs(",\n", f);
 }
 
+bool mp_time_stop(const struct mp_ctx *ctx, const struct mp_test *t)
+{
+	return t->kind != MP_KIND_ALL && ctx->p->timing != PB_TIMING_BLOCK;
+}
+
+uint64_t mp_sample_room(const struct mp_ctx *ctx, enum pb_window_method m, uint64_t room,
+			uint64_t min)
+{
+	uint64_t fit = MP_GATHER_MAX_SAMPLES / (uint64_t)ctx->size;
+
+	if (m != PB_WM_TARGET || room <= fit)
+		return room;
+	return fit > min ? fit : min;
+}
+
 static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 			const struct mp_rank_info *in, const struct pb_clock_info *ci,
 			int argc, char **argv)
@@ -542,6 +557,11 @@ static int mp_write_env(struct mp_ctx *ctx, const struct mp_test *t,
 		fputs(",\n", f);
 	}
 	pb_env_clock(f, ci, ctx->clock_offset_err_ns);
+	struct pb_window_plan w;
+
+	pb_window_plan(&ctx->p->c, &t->info, mp_time_stop(ctx, t), &w);
+	w.iterations = mp_sample_room(ctx, w.method, w.iterations, w.min_iterations);
+	pb_env_timing(f, &w, ctx->p->c.warmup);
 	/* buffers: the layout the rows carry ("" = the test has no choice), docs/mpi.md. */
 	fprintf(f, "  \"buffers\": ");
 	pb_env_str(f, t->info.buffers ? pb_buffers_names[ctx->p->buffers] : NULL);

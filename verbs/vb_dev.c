@@ -503,6 +503,10 @@ int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 	fprintf(f, ",\n  \"mtu_requested_bytes\": %llu,\n", (unsigned long long)p->mtu);
 	vb_buf_env(f, p);
 	pb_env_clock(f, ci, -1);
+	struct pb_window_plan w;
+
+	pb_window_plan(&p->c, &p->test_desc->info, true, &w);
+	pb_env_timing(f, &w, p->c.warmup);
 	fputs("  \"devices\": [", f);
 	for (unsigned d = 0; d < sh->ndev; d++)
 		vb_env_device(f, p, &sh->dev[d], d == 0);

@@ -290,6 +290,7 @@ def evaluate(df: pd.DataFrame, spec: dict) -> list[dict]:
                c["min_share"], ok_if_le=False)
         _name_pair(rows[n0:], d, "min_bw_pair_id", "slowest pair")
     _refuse_flagged(agg, spec, rows)
+    _note_tail(agg, rows)
     for c in spec.get("fabric_min_link_share", []):
         _fabric(df, spec, c, rows, share=True)
     for c in spec.get("fabric_max_outliers", []):
@@ -316,6 +317,22 @@ def _refuse_flagged(agg: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
             r["verdict"] = "fail"
             r["detail"] = (f"flagged {', '.join(sorted(bad))}: not accepted "
                            f"(spec.accept_flags); {r['detail']}")
+
+
+def _note_tail(agg: pd.DataFrame, rows: list[dict]) -> None:
+    """A check on a point whose aggregate is tail-dominated (a fixed count whose pairs ended
+    apart, docs/methodology.md "Windows") says so: its bandwidth understates what the pairs
+    did together, so a failed minimum there may be the method's, not the adapter's."""
+    tail: set[tuple[str, str, int]] = set()
+    for r, fl in zip(agg.itertuples(), row_flags(agg), strict=True):
+        if "tail_dominated" in fl:
+            label = r.test + (f"[{r.variant}]" if isinstance(r.variant, str) and r.variant
+                              else "")
+            tail.add((label, size_label(int(r.msg_size_bytes)), int(r.pairs)))
+    for r in rows:
+        if (r["test"], r["size"], r["pairs"]) in tail:
+            r["detail"] = (f"{r['detail']}; aggregate tail-dominated (fixed count, pairs ended "
+                           "apart: it understates the pairs together; rerun without -n)")
 
 
 def _fabric(df: pd.DataFrame, spec: dict, c: dict, rows: list[dict], share: bool) -> None:

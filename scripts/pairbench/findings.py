@@ -177,6 +177,18 @@ def machine_warnings(df: pd.DataFrame, meta: dict) -> list[Warning]:
         for flag in ("emulated_device", "link_rate_nominal", "link_rate_unknown"):
             if f.map(lambda s, flag=flag: flag in s).any():
                 out.append(Warning(flag, f"{layer}: {MACHINE_FLAGS[flag]} (flag {flag})"))
+        tail = f.map(lambda s: "tail_dominated" in s) & is_headline(d)
+        if tail.any():
+            pts = sorted({(str(t), int(s), int(p)) for t, s, p in
+                          d.loc[tail, ["test", "msg_size_bytes", "pairs"]].itertuples(
+                              index=False)}, key=lambda k: (k[0], k[2], k[1]))
+            shown = ", ".join(f"{t} {size_label(s)} x {p} pairs" for t, s, p in pts[:4])
+            more = f" and {len(pts) - 4} more" if len(pts) > 4 else ""
+            out.append(Warning("tail_dominated", (
+                f"{layer}: the aggregate of {len(pts)} point(s) is tail-dominated: a fixed "
+                f"count (-n) whose pairs ended more than 5 % of the window apart, so the "
+                f"aggregate understates what the pairs did together ({shown}{more}); run "
+                "without -n for one common window (flag tail_dominated)")))
         above = f.map(lambda s: "above_link_rate" in s)
         if above.any():
             out.append(Warning("above_link_rate", (

@@ -25,6 +25,10 @@ MACHINE_FLAGS: dict[str, str] = {
 # Flags a measurement sets on its own row.
 MEASURED_FLAGS: dict[str, str] = {
     "above_link_rate": "bandwidth above the link rate: a measurement error",
+    "tail_dominated": "a fixed count (-n) whose bandwidth pairs ended more than 5 % of the "
+                      "window apart: the aggregate understates what the pairs did together "
+                      "(run without -n: one common window)",
+    "sample_cap": "a latency pair filled its room for samples before the target time",
 }
 EMULATED_PREFIXES = ("rxe", "siw")
 

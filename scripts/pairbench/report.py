@@ -70,8 +70,32 @@ def _header(metric: str) -> str:
 
 def _flagged_points(df: pd.DataFrame) -> set[tuple]:
     agg = df[is_headline(df)]
-    fl = row_flags(agg).map(lambda s: bool(s & {"oversubscribed", "above_link_rate"}))
+    fl = row_flags(agg).map(lambda s: bool(s & {"oversubscribed", "above_link_rate",
+                                                 "tail_dominated"}))
     return {(r.layer, r.test, r.msg_size_bytes, r.pairs) for r in agg[fl].itertuples()}
+
+
+def _windows(df: pd.DataFrame) -> dict[tuple, str]:
+    """(layer, test, size, pairs) -> how its points were timed (docs/methodology.md,
+    "Windows"): "window 0.2 s", "target 0.1 s", "count"; repetitions that differ are
+    joined; runs of schema < 4 carry no column: "count" (they were timed by a count unless
+    -D was given)."""
+    agg = df[is_headline(df)]
+    if agg.empty:
+        return {}
+    method = agg["window_method"] if "window_method" in agg.columns else None
+    secs = agg["window_s"] if "window_s" in agg.columns else None
+    labels = []
+    for i in agg.index:
+        m = str(method[i]) if method is not None and isinstance(method[i], str) and method[i] \
+            else "count"
+        s = secs[i] if secs is not None else float("nan")
+        labels.append(f"{m} {s:g} s" if m != "count" and pd.notna(s) else m)
+    lab = pd.Series(labels, index=agg.index)
+    out: dict[tuple, str] = {}
+    for key, g in lab.groupby([agg["layer"], agg["test"], agg["msg_size_bytes"], agg["pairs"]]):
+        out[key] = ", ".join(dict.fromkeys(g))
+    return out
 
 
 def data_section(df: pd.DataFrame, tables: dict[str, TestTable] | None) -> Section:
@@ -84,19 +108,27 @@ def data_section(df: pd.DataFrame, tables: dict[str, TestTable] | None) -> Secti
     reps = df[is_headline(df)].groupby(["layer", "test", "msg_size_bytes",
                                         "pairs"])["repetition"].nunique()
     flagged = _flagged_points(df)
+    windows = _windows(df)
     rows, classes = [], []
     for _, r in med.sort_values(["layer", "test", "pairs", "msg_size_bytes"]).iterrows():
         key = (r["layer"], r["test"], r["msg_size_bytes"], r["pairs"])
         rows.append([r["layer"], test_label(r["test"], "", r["layer"], tables), r["variant"],
                      size_label(int(r["msg_size_bytes"])), str(int(r["pairs"])),
-                     str(reps.get(key, "")), *[fmt.cell(c, r[c]) for c in cols]])
+                     str(reps.get(key, "")), windows.get(key, ""),
+                     *[fmt.cell(c, r[c]) for c in cols]])
         classes.append("flagged" if key in flagged else "")
-    head = ["layer", "test", "variant", "size", "pairs", "reps", *[_header(c) for c in cols]]
+    head = ["layer", "test", "variant", "size", "pairs", "reps", "timed by",
+            *[_header(c) for c in cols]]
     sec = Section("Results (median over repetitions, headline aggregate rows)")
     if flagged:
-        sec.paragraphs.append("Shaded rows are flagged (oversubscribed or above the link "
-                              "rate): see the warnings at the top.")
-    sec.tables.append(Table(head, rows, [False] * 6 + [True] * len(cols), classes))
+        sec.paragraphs.append("Shaded rows are flagged (oversubscribed, above the link "
+                              "rate, or tail-dominated): see the warnings at the top.")
+    sec.paragraphs.append("\"timed by\": window = every pair stopped at one common deadline "
+                          "that long after the common start; target = latency samples until "
+                          "then and at least --lat-samples; count = a fixed count (-n), whose "
+                          "aggregate is flagged tail_dominated when the pairs ended apart "
+                          "(docs/methodology.md, \"Windows\").")
+    sec.tables.append(Table(head, rows, [False] * 7 + [True] * len(cols), classes))
     errs = df[df["status"] != "ok"]
     if len(errs):
         erows = [[r["test"], size_label(int(r["msg_size_bytes"])), str(int(r["pairs"])),

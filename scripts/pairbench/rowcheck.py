@@ -128,6 +128,7 @@ def _check_aggregate(info: TestInfo, agg: Row, per: list[Row], pairs: int, where
             fail(f"{where}: aggregate lat_us_max is not the maximum over pairs")
     if bw:
         _check_aggregate_bw(agg, bw, where, fail)
+    _check_window(agg, per, lat, bw, where, fail)
     _check_worst_pair(info, agg, lat, bw, where, fail)
     if info.pairwise and pairs > 1 and not agg["start_skew_us"]:
         fail(f"{where}: aggregate row has no start_skew_us")
@@ -308,6 +309,51 @@ def _check_aggregate_bw(agg: Row, bw: list[Row], where: str,
     fair = num(agg, "fairness")
     if not 0 < fair <= 1.0001:
         fail(f"{where}: fairness {agg['fairness']!r} not in (0, 1]")
+
+
+# An aggregate whose bandwidth pairs end further apart than this share of its window is
+# flagged tail_dominated (PB_TAIL_FRACTION in core/pb_window.h).
+TAIL_FRACTION = 0.05
+
+
+def _check_window(agg: Row, per: list[Row], lat: list[Row], bw: list[Row], where: str,
+                  fail: Callable[[str], None]) -> None:
+    """How the point was timed (docs/methodology.md "Windows"): every row of the point says
+    the same window_method and window_s; a window or target point lasted its window (its
+    pairs start at most the barrier's exit delay after the common start: 0.1 % slack); the
+    end spread lies inside the window and tail_dominated is set exactly when >= 2 bandwidth
+    pairs end more than TAIL_FRACTION of duration_s apart."""
+    if not agg.get("window_method"):  # rows built by hand (tests) or schema < 4
+        return
+    method, secs = agg["window_method"], agg["window_s"]
+    if method not in ("count", "window", "target"):
+        fail(f"{where}: window_method {method!r}")
+        return
+    for r in per:
+        if (r["window_method"], r["window_s"]) != (method, secs):
+            fail(f"{where}: pair {r['pair_id']} window {r['window_method']} {r['window_s']!r}, "
+                 f"aggregate {method} {secs!r}")
+    if (method == "count") != (secs == ""):
+        fail(f"{where}: window_method {method} with window_s {secs!r}")
+    if not agg["duration_s"] or agg["status"] != "ok":
+        return
+    dur = num(agg, "duration_s")
+    if method != "count" and dur < num(agg, "window_s") * 0.999:
+        fail(f"{where}: {method} of {secs} s, but the aggregate lasted {dur:g} s")
+    spread, overlap = num(agg, "end_spread_us") / 1e6, num(agg, "overlap_s")
+    if not (0 <= spread <= dur * (1 + 1e-6) and 0 <= overlap <= dur * (1 + 1e-6)):
+        fail(f"{where}: end spread {spread:g} s, overlap {overlap:g} s in a {dur:g} s window")
+    tail = "tail_dominated" in agg["flags"].split(";")
+    if tail != (len(bw) >= 2 and spread > TAIL_FRACTION * dur * (1 + 1e-6)) and \
+            abs(spread - TAIL_FRACTION * dur) > 1e-6 * dur:
+        fail(f"{where}: tail_dominated {'set' if tail else 'missing'} with {len(bw)} bandwidth "
+             f"pairs ending {spread:g} s apart in {dur:g} s")
+    if method == "target":
+        short = [r["pair_id"] for r in lat if "sample_cap" not in r["flags"].split(";")
+                 and num(r, "duration_s") < num(agg, "window_s") * 0.999]
+        if short:
+            fail(f"{where}: target {secs} s, but latency pair(s) {short} stopped earlier "
+                 "without sample_cap")
 
 
 def _check_block_mean(agg: Row, lat: list[Row], where: str, fail: Callable[[str], None]) -> None:

@@ -106,8 +106,14 @@ def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> l
 
 def check_count(a, r: dict, info: testtable.TestInfo) -> None:
     """-n N is what every rank of a collective ran, and per bandwidth pair N messages per
-    direction (bibw: iterations = 2N, like verbs --bidir)."""
+    direction (bibw: iterations = 2N, like verbs --bidir).  Without -n (--iterations 0) the
+    point ran for a time (docs/methodology.md "Windows"): bandwidth and message rate one
+    common window of 0.2 s, latency the target (0.1 s and at least 1,000 samples per pair),
+    collectives and halo the default count; rowcheck checked that it lasted its window."""
     n = getattr(a, "iterations", None)
+    if n == 0 and "--duration" not in getattr(a, "extra", []):
+        _check_default_window(r, info)
+        return
     if not n or "--duration" in getattr(a, "extra", []):
         return
     where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
@@ -117,6 +123,21 @@ def check_count(a, r: dict, info: testtable.TestInfo) -> None:
             and int(r["iterations"]) != 2 * n:
         raise Fail(f"{where}: {info.name} iterations {r['iterations']}, expected 2 x -n = "
                    f"{2 * n}")
+
+
+def _check_default_window(r: dict, info: testtable.TestInfo) -> None:
+    where = f"row {r['msg_size_bytes']} B pair {r['pair_id']}"
+    want = ("count", "") if not info.pairwise else \
+        ("window", "0.2") if info.kind in testtable.BANDWIDTH_KINDS else \
+        ("target", "0.2" if info.kind == testtable.LOADED_KIND else "0.1")
+    if (r["window_method"], r["window_s"]) != want:
+        raise Fail(f"{where}: timed by {r['window_method']} {r['window_s']!r}, expected "
+                   f"{want[0]} {want[1]!r} at the defaults")
+    if r["window_method"] == "count" and r["pair_id"] == "all" and int(r["iterations"]) != 1000:
+        raise Fail(f"{where}: default count {r['iterations']}, expected 1000")
+    if r["window_method"] == "target" and r["pair_id"] != "all" and r["lat_us_p50"] \
+            and int(r["iterations"]) < 1000:
+        raise Fail(f"{where}: {r['iterations']} latency samples, expected >= 1000")
 
 
 def check_pairing(env: dict, test: str, pairs: int, cross: bool) -> None:
@@ -148,7 +169,8 @@ def cmd_run(a) -> None:
     sizes = a.sizes.split(",") if a.sizes else ["0"]
     with tempfile.TemporaryDirectory(prefix="pb-mpi-") as d:
         out, envf = os.path.join(d, "rows.csv"), os.path.join(d, "env.json")
-        args = ["--test", a.test, "-n", str(a.iterations), "-w", "5", "--timeout", "60",
+        count = ["-n", str(a.iterations)] if a.iterations else []  # 0: the default (a time)
+        args = ["--test", a.test, *count, "-w", "5", "--timeout", "60",
                 "-o", out, "--env-json", envf] + (["-s", a.sizes] if a.sizes else [])
         args += ["--pin", "none"] if a.two_node else ["--allow-oversubscribe"]
         args += a.extra
@@ -370,7 +392,8 @@ def main() -> int:
     r.add_argument("--np", type=int, required=True)
     r.add_argument("--test", required=True)
     r.add_argument("--sizes", default="8,4K")
-    r.add_argument("--iterations", type=int, default=50)
+    r.add_argument("--iterations", type=int, default=50,
+                   help="-n N; 0 = no -n (the default: a time)")
     r.add_argument("extra", nargs="*")
     sub.add_parser("badopt")
     f = sub.add_parser("fault")

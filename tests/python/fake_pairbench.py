@@ -100,44 +100,54 @@ def layout(a: argparse.Namespace, layer: str) -> str:
 
 def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
                centres: list[float]) -> list[dict[str, str]]:
-    """Per-pair rows and the aggregate row of one point, by the rules of core/pb_result.c."""
+    """Per-pair rows and the aggregate row of one point, by the rules of core/pb_result.c,
+    timed as core/pb_window.c says: a count (-n), one common window (bandwidth: every pair
+    runs exactly it), or a target (latency: -n samples, at least the target time)."""
     kind = TESTS[a.test]
     buffers = layout(a, layer)
     n = max(2, min(a.iterations, 2000))
-    # How long the point ran (core/pb_window.c): the fake's numbers stay those of its count.
-    method, window_s = ("count", "") if a.count else (
-        ("window", g9(a.duration)) if a.duration else
-        ("target", g9(a.lat_seconds)) if kind == "lat" else ("window", g9(a.bw_seconds)))
-    rows, pooled, gbit, dur = [], [], [], []
+    method, secs = ("count", 0.0) if a.count else (
+        ("window", a.duration) if a.duration else
+        ("target", a.lat_seconds) if kind == "lat" else ("window", a.bw_seconds))
+    window_s = g9(secs) if secs else ""
+    rows, pooled, gbit, dur, iters = [], [], [], [], []
     for pid, c in enumerate(centres):
         r = dict.fromkeys(COLUMNS, "")
         r.update(layer=layer, test=a.test, buffers=buffers, msg_size_bytes=str(size),
                  pairs=str(a.pairs), qps=str(a.qps) if layer == "verbs" else "",
-                 pair_id=str(pid), iterations=str(a.iterations),
-                 warmup_iterations=str(a.warmup), window_method=method, window_s=window_s,
-                 status="ok", host=host, cpu=str(pid), numa_node="0")
+                 pair_id=str(pid), warmup_iterations=str(a.warmup), window_method=method,
+                 window_s=window_s, status="ok", host=host, cpu=str(pid), numa_node="0")
         if kind == "lat":
             xs = pair_samples(c, n)
             pooled += xs
             r.update(lat_kind="full_rtt" if a.test.startswith("read") else "half_rtt",
                      **lat_stats(xs))
-            dur.append(a.iterations * c * 1.02e-6)
+            iters.append(a.iterations)
+            dur.append(max(a.iterations * c * 1.02e-6, secs))
         else:
             g = size * 8 / (c * 1000.0)  # Gbit/s
+            if method == "window":  # every pair stops at the common deadline
+                iters.append(max(1, round(secs * g * 1e9 / (size * 8))))
+                dur.append(secs)
+                g = iters[-1] * size * 8 / (secs * 1e9)
+            else:
+                iters.append(a.iterations)
+                dur.append(a.iterations * size * 8 / (g * 1e9))
             gbit.append(g)
-            dur.append(a.iterations * size * 8 / (g * 1e9))
             r.update(window="64", bw_gbit_s=g9(g), bw_mbyte_s=g9(g * 125),
-                     msg_rate_per_s=g9(a.iterations / dur[-1]), link_pct=g9(g))
+                     msg_rate_per_s=g9(iters[-1] / dur[-1]), link_pct=g9(g))
+        r["iterations"] = str(iters[-1])
         r["duration_s"] = g9(dur[-1])
         rows.append(r)
     agg = dict.fromkeys(COLUMNS, "")
     n_p = len(centres)
+    spread = max(dur) - min(dur)  # every pair starts at 0
     agg.update(layer=layer, test=a.test, buffers=buffers, msg_size_bytes=str(size),
                pairs=str(a.pairs), qps=str(a.qps) if layer == "verbs" else "", pair_id="all",
-               iterations=str(a.iterations * n_p),
+               iterations=str(sum(iters)),
                warmup_iterations=str(a.warmup), status="ok", host=host, start_skew_us="0.4",
                duration_s=g9(max(dur)), window_method=method, window_s=window_s,
-               overlap_s=g9(min(dur)), end_spread_us=g9((max(dur) - min(dur)) * 1e6))
+               overlap_s=g9(min(dur)), end_spread_us=g9(spread * 1e6))
     if kind == "lat":
         agg.update(lat_kind=rows[0]["lat_kind"], **lat_stats(pooled))
         if n_p > 1:
@@ -148,12 +158,14 @@ def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
         total = sum(gbit[i] * dur[i] for i in range(n_p))  # Gbit moved
         g = total / max(dur)
         agg.update(window="64", bw_gbit_s=g9(g), bw_mbyte_s=g9(g * 125),
-                   msg_rate_per_s=g9(a.iterations * n_p / max(dur)), link_pct=g9(g),
+                   msg_rate_per_s=g9(sum(iters) / max(dur)), link_pct=g9(g),
                    fairness=g9(sum(gbit) ** 2 / (len(gbit) * sum(x * x for x in gbit))))
         if n_p > 1:
             low = min(range(n_p), key=lambda i: (gbit[i], i))
             agg.update(min_bw_pair_id=str(low), min_pair_bw_gbit_s=g9(gbit[low]),
                        min_pair_bw_share=g9(gbit[low] / (sum(gbit) / len(gbit))))
+            if spread > 0.05 * max(dur):  # PB_TAIL_FRACTION
+                agg["flags"] = "tail_dominated"
     return [*rows, agg]
 
 

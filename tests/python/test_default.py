@@ -33,7 +33,8 @@ def test_default_runs_the_verbs_sweep_plots_and_reports(tmp_path: Path) -> None:
     assert set(df["test"]) == {"write_lat", "write_bw", "read_lat"}
     assert set(df["pairs"]) == {"1", "2", "4"} and df["msg_size_bytes"].nunique() == 5
     meta = json.loads((run / "metadata.json").read_text())
-    assert meta["config"]["iterations"] is None and meta["config"]["lat_samples"] == 200 and meta["config"]["allow_oversubscribe"]
+    cfg = meta["config"]
+    assert cfg["iterations"] is None and cfg["lat_samples"] == 200 and cfg["allow_oversubscribe"]
     assert list((run / "plots").glob("*.png")) and (run / "report.html").is_file()
     assert f"data:   {run / 'data.csv'}" in proc.stdout
     assert f"report: {run / 'report.html'}" in proc.stdout

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, cli, sweep
 from pairbench import findings, fmt, testtable
 from pairbench.flags import infer_legacy, row_flags
 from pairbench.schema import load_metadata, load_run
@@ -76,3 +76,32 @@ def test_missing_points_and_error_rows_are_warned(base_run: Path) -> None:
     w = {x.kind: x.text for x in findings.compute(cut, meta).warnings}
     assert "write_bw × 2 pair(s) (repetition 1)" in w["missing_points"]
     assert "completion error on QP 7" in w["error_rows"]
+
+
+def test_a_tail_dominated_fixed_count_is_said_everywhere(base_run: Path,
+                                                         tmp_path: Path) -> None:
+    """-n with unequal pairs: the aggregate is flagged tail_dominated (docs/methodology.md,
+    "Windows"); the findings, `show`, the report and `accept` say so and the report's table
+    says how each point was timed. The default run (a time) says none of it."""
+    proc, run = sweep(tmp_path / "n", "-n", "1000", env={"FAKE_PB_SLOW_PAIR": "1"},
+                      tests="write_bw", sizes="8,4K", pairs="1,2", reps="1")
+    assert proc.returncode == 0 and run is not None, proc.stderr
+    w = {x.kind: x.text for x in findings.compute(load_run(run), load_metadata(run)).warnings}
+    assert "aggregate of 2 point(s) is tail-dominated" in w["tail_dominated"]
+    assert "write_bw 8 B x 2 pairs" in w["tail_dominated"]
+    show = cli("show", str(run), "--width", "200")
+    assert show.returncode == 0 and "tail-dominated" in show.stdout, show.stdout
+    rep = cli("report", str(run), "--out", str(tmp_path / "r.html"))
+    assert rep.returncode == 0, rep.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "timed by" in html and "tail-dominated" in html
+    assert ">count<" in html and "window 0.2 s" not in html
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[spec]\nname = "t"\nlayer = "verbs"\n[[min_fairness]]\n'
+                    'test = "write_bw"\nmin_fairness = 0.01\n')
+    acc = cli("accept", str(run), "--spec", str(spec))
+    assert "aggregate tail-dominated" in acc.stdout + acc.stderr, acc.stdout
+    base = findings.compute(load_run(base_run), load_metadata(base_run)).warnings
+    assert "tail_dominated" not in {x.kind for x in base}
+    rep = cli("report", str(base_run), "--out", str(tmp_path / "b.html"))
+    assert rep.returncode == 0 and "window 0.2 s" in (tmp_path / "b.html").read_text()

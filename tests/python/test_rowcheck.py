@@ -54,6 +54,24 @@ def test_fake_rows_pass(layer: str, pairs: int, tmp_path: Path) -> None:
         assert rowcheck.check_rows(rows, info, layer, pairs, [8, 4096]) == []
 
 
+def test_a_fixed_count_that_ends_apart_must_be_flagged(tmp_path: Path) -> None:
+    """-n: the fake's pairs (one slow) end apart; the aggregate carries tail_dominated, and
+    a row set without it is caught."""
+    out = tmp_path / "bw.csv"
+    env = {**os.environ, "FAKE_PB_LAYER": "verbs", "FAKE_PB_SLOW_PAIR": "1"}
+    subprocess.run([sys.executable, str(FAKE), "--test", "write_bw", "--sizes", "8,4K",
+                    "--pairs", "4", "-n", "1000", "-o", str(out)], env=env, check=True,
+                   timeout=60, capture_output=True)
+    rows = list(csv.DictReader(out.open()))
+    info = next(t for t in TABLES["verbs"] if t.name == "write_bw")
+    agg = [r for r in rows if r["pair_id"] == "all"]
+    assert all(r["window_method"] == "count" and "tail_dominated" in r["flags"] for r in agg)
+    assert rowcheck.check_rows(rows, info, "verbs", 4, [8, 4096]) == []
+    agg[0]["flags"] = ""
+    bad = rowcheck.check_rows(rows, info, "verbs", 4, [8, 4096])
+    assert any("tail_dominated missing" in m for m in bad), bad
+
+
 def test_a_collective_point_passes_by_the_shared_rule() -> None:
     assert rowcheck.check_point(collective_point(), COLLECTIVE, "mpi", 2, 8) == []
     rows = collective_point()
@@ -86,6 +104,13 @@ def _set(col: str, value: str, pair: str = "all") -> Callable[[list[dict]], None
     ("write_bw", _set("lat_us_p50", "2", "2"), "latency not 0 < min"),
     ("write_bw", _set("lat_us_p99", "2", "2"), "filled in a row without latency"),
     ("write_bw", lambda rows: rows.pop(0), "pair_id values"),
+    # how the point was timed (docs/methodology.md "Windows"; the fake runs the defaults)
+    ("write_bw", _set("window_s", "0.3", "1"), "window window '0.3'"),
+    ("write_bw", _set("window_method", "count"), "window_method count with window_s '0.2'"),
+    ("write_bw", _set("window_method", "by_eye"), "window_method 'by_eye'"),
+    ("write_bw", _set("flags", "tail_dominated"), "tail_dominated set"),
+    ("write_bw", _set("end_spread_us", "1e9"), "end spread"),
+    ("write_lat", _set("duration_s", "0.05", "2"), "stopped earlier without sample_cap"),
 ])
 def test_each_broken_invariant_is_caught(test: str, edit: Callable, needle: str,
                                          tmp_path: Path) -> None:
@@ -170,10 +195,14 @@ PATTERN_CSV = Path(__file__).parent / "data" / "pattern-bw-4nodes.csv"
 def pattern_rows() -> list[dict[str, str]]:
     """bw with --pattern incast/fanout/alltoall, 12 ranks on 4 netns nodes (3 rounds).
     The file was made before the buffers column was filled: its layout was the only one
-    there was then, fresh."""
+    there was then, fresh; and before schema 4's window columns (a fixed count: empty
+    cells, which the window check skips)."""
     rows = list(csv.DictReader(PATTERN_CSV.open()))
     for r in rows:
         r["buffers"] = r["buffers"] or "fresh"
+        r["schema_version"] = str(SCHEMA_VERSION)
+        for c in COLUMNS:
+            r.setdefault(c, "")
     return rows
 
 
