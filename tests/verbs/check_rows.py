@@ -22,6 +22,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from pairbench import rowcheck, testtable
 
 
+def default_window(rows: list[dict[str, str]], info: testtable.TestInfo,
+                   lat_samples: int) -> list[str]:
+    """No -n/-D (docs/methodology.md "Windows"): bandwidth points ran one common 0.2 s window,
+    latency points sampled 0.1 s and at least lat_samples per pair; each aggregate lasted at
+    least its window (rowcheck allows 0.1 % for the barrier's exit delay; this says so
+    outright)."""
+    bw = info.kind in testtable.BANDWIDTH_KINDS
+    want = ("window", "0.2") if bw else \
+        ("target", "0.2" if info.kind == testtable.LOADED_KIND else "0.1")
+    out = []
+    for i, r in enumerate(rows):
+        where = f"row {i + 2} (pair {r['pair_id']}, {r['msg_size_bytes']} B)"
+        if (r["window_method"], r["window_s"]) != want:
+            out.append(f"{where}: timed by {r['window_method']} {r['window_s']!r}, expected "
+                       f"{want[0]} {want[1]!r}")
+        if r["pair_id"] == "all" and r["duration_s"] and \
+                float(r["duration_s"]) < float(want[1]) * 0.999:
+            out.append(f"{where}: the point lasted {r['duration_s']} s, its window {want[1]} s")
+        if not bw and r["pair_id"] != "all" and r["lat_us_p50"] and \
+                int(r["iterations"]) < lat_samples:
+            out.append(f"{where}: {r['iterations']} latency samples, expected >= {lat_samples}")
+    durs = [float(r["duration_s"]) for r in rows if r["pair_id"] == "all" and r["duration_s"]]
+    if durs:
+        print(f"check_rows: aggregate duration_s {min(durs):.6f} .. {max(durs):.6f} s "
+              f"({want[0]} {want[1]} s)", file=sys.stderr)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", required=True)
@@ -31,6 +59,10 @@ def main() -> int:
     ap.add_argument("--sizes", required=True)
     ap.add_argument("--qps", type=int, default=1)
     ap.add_argument("--buffers", choices=["fresh", "peer"])
+    ap.add_argument("--defaults", action="store_true",
+                    help="the run had no -n/-D: every row timed by the default window "
+                         "(bandwidth: window 0.2 s; latency: target 0.1 s, >= --lat-samples)")
+    ap.add_argument("--lat-samples", type=int, default=1000)
     a = ap.parse_args()
     info = testtable.load_snapshot()["verbs"].get(a.test)
     if info is None:
@@ -53,6 +85,8 @@ def main() -> int:
         want = (a.buffers or info.default_buffers) if info.buffers else ""
         failures += [f"row {i + 2}: buffers {r['buffers']!r}, the run asked for {want!r}"
                      for i, r in enumerate(rows) if r["buffers"] != want]
+        if a.defaults:
+            failures += default_window(rows, info, a.lat_samples)
     for msg in failures:
         print(f"check_rows: FAIL: {msg}", file=sys.stderr)
     if not failures:

@@ -4,6 +4,9 @@
 # usage: vb-test.sh CASE BINARY [ARGS...]
 #   rows TEST PAIRS [ARGS]      sizes {1, 4K, 64K}: schema-valid rows, sane, aggregate consistent,
 #                               the layout asked for (--buffers, default fresh) in every row
+#   default TEST PAIRS [ARGS]   as rows, without -n: every point timed by its default window
+#                               (bandwidth one common 0.2 s window, latency 0.1 s and at least
+#                               --lat-samples 200: 1,000 would take minutes on the emulated device)
 #   validate                    --validate for every test in both layouts, --validate-selftest
 #                               must catch the flip; send tests with PAIRBENCH_FAULT=latecqe
 #   mismatch                    server and client with different -n: rejected, option named
@@ -56,6 +59,16 @@ rows)
     for a in "$@"; do [ "$prev" = --buffers ] && layout=(--buffers "$a"); prev=$a; done
     python3 "$here/check_rows.py" --binary "$bin" --csv "$out" --test "$test" --pairs "$pairs" \
         --sizes $sizes "${layout[@]}" || fail "rows of $test pairs=$pairs $*"
+    ;;
+default)
+    need_device
+    test=$1; pairs=$2; shift 2
+    sizes=1,4096,65536; [ "$test" = atomic_lat ] && sizes=8
+    out=$work/rows.csv
+    timeout 240 "$bin" "${common[@]}" --loopback --test "$test" --pairs "$pairs" -s $sizes \
+        -w 3 --lat-samples 200 -o "$out" "$@" || fail "$test pairs=$pairs (defaults) exited $?"
+    python3 "$here/check_rows.py" --binary "$bin" --csv "$out" --test "$test" --pairs "$pairs" \
+        --sizes $sizes --defaults --lat-samples 200 || fail "rows of $test pairs=$pairs at the defaults"
     ;;
 qps)
     need_device
