@@ -245,7 +245,7 @@ def layout_mismatches(base: pd.DataFrame, new: pd.DataFrame) -> list[tuple[tuple
     return found
 
 
-WINDOW_METHOD = "window_method"   # issue 21: window | count | samples; absent in older runs
+WINDOW_METHOD = "window_method"   # issue 21: window | target | count; absent in older runs
 
 
 def _window_methods(agg: pd.DataFrame) -> tuple[dict[tuple, set[str]], bool]:
@@ -263,7 +263,7 @@ def _window_methods(agg: pd.DataFrame) -> tuple[dict[tuple, set[str]], bool]:
 
 def window_method_notes(base: pd.DataFrame, new: pd.DataFrame) -> list[str]:
     """A warning per test whose two runs used different window methods (issue 21: one
-    common timed window, a fixed message count, or a latency sample count): the ratio then
+    common timed window, a latency target time, or a fixed count): the ratio then
     includes the change of method.  Compared all the same."""
     (mb, ab), (mn, an) = _window_methods(_keyed(base)), _window_methods(_keyed(new))
     notes = []
