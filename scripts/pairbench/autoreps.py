@@ -7,7 +7,8 @@ until every point is decided or it has MAX repetitions:
 
 - with `--baseline RUN`: decided = every comparison of the point against RUN has a gate
   answer, regression or no regression (pairbench compare: the same method, thresholds and
-  confidence as a later `pairbench compare RUN NEW`);
+  confidence as a later `pairbench compare RUN NEW [--thresholds FILE]`, given the same
+  `--thresholds FILE`);
 - without: decided = the run's noise at the point would let compare catch a change of
   `--detect` (default: twice each metric's threshold, as `pairbench noise`) with 80 % power,
   i.e. it has at least the repetitions `pairbench noise --detect` recommends.
@@ -23,11 +24,16 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from pairbench.errors import UsageError
 from pairbench.verdict import GATE_INCONCLUSIVE, MIN_REPS
+
+if TYPE_CHECKING:
+    from pairbench.compare import Thresholds
 
 DEFAULT_MAX = 10
 CAP = 100
@@ -40,6 +46,16 @@ class AutoReps:
     max_reps: int = DEFAULT_MAX
     baseline: str | None = None      # run directory or CSV: decide against it
     detect: float | None = None      # else: the change to be detectable (fraction)
+    thresholds: str | None = None    # compare's thresholds file (metrics, thresholds, level)
+
+    def compare_thresholds(self) -> Thresholds:
+        """The thresholds the decision uses: compare's defaults or the file's."""
+        from pairbench.compare import Thresholds, load_thresholds
+
+        th = Thresholds()
+        if self.thresholds:
+            load_thresholds(Path(self.thresholds), th)
+        return th
 
 
 def parse_repetitions(text: str) -> tuple[int, AutoReps | None]:
@@ -72,10 +88,10 @@ def launch_key(test: str, pairs: object, qps: object) -> tuple[str, int, str]:
 def undecided(current: pd.DataFrame, auto: AutoReps,
               baseline: pd.DataFrame | None = None) -> dict[tuple, str]:
     """Launch key -> why it is undecided (one example), for the run's rows so far."""
-    from pairbench.compare import Thresholds, compare_frames
+    from pairbench.compare import compare_frames
     from pairbench.noise import noise_frame
 
-    th = Thresholds()
+    th = auto.compare_thresholds()
     out: dict[tuple, str] = {}
     if baseline is not None:
         res = compare_frames(baseline, current, th)
@@ -145,6 +161,7 @@ def run_rounds(auto: AutoReps, plan: Callable[[int], list], execute: Callable,
 def record(auto: AutoReps, rounds: list[Round]) -> dict:
     """metadata.json's "repetitions_auto": what was asked and what each round left."""
     return {"max": auto.max_reps, "baseline": auto.baseline, "detect": auto.detect,
+            "thresholds": auto.thresholds,
             "rounds": [{"after_repetition": r.repetition, "points_run": r.ran,
                         "undecided": [{"test": t, "pairs": p, "qps": q, "why": why}
                                       for (t, p, q), why in sorted(r.undecided.items())]}

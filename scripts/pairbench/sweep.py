@@ -81,6 +81,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--detect", default=None, metavar="PCT",
                    help="with --repetitions auto and no --baseline: the change every point "
                    "must be able to show (default twice each metric's threshold)")
+    p.add_argument("--thresholds", default=None, metavar="TOML",
+                   help="with --repetitions auto: compare's thresholds file (metrics, "
+                   "thresholds, confidence) for deciding; give the same to compare")
     p.add_argument("--launcher", choices=LAUNCHERS, default="local")
     p.add_argument("--hosts", default=None, help="comma-separated hosts (mpirun -H, srun "
                    "--nodelist, ssh: server,client)")
@@ -172,10 +175,13 @@ class SweepOptions:
         """The CLI shell's half: argparse's result for `sweep` (add_arguments) as options."""
         reps, auto = autoreps.parse_repetitions(ns.repetitions)
         if auto is not None:
-            auto = replace(auto, baseline=ns.baseline, detect=None if ns.detect is None
+            auto = replace(auto, baseline=ns.baseline, thresholds=ns.thresholds,
+                           detect=None if ns.detect is None
                            else _fraction(ns.detect, "--detect"))
-        elif ns.baseline is not None or ns.detect is not None:
-            raise UsageError("--baseline and --detect go with --repetitions auto[:MAX]")
+            auto.compare_thresholds()           # a bad file: exit 2 before anything runs
+        elif ns.baseline is not None or ns.detect is not None or ns.thresholds is not None:
+            raise UsageError("--baseline, --detect and --thresholds go with --repetitions "
+                             "auto[:MAX]")
         return cls(
             layer=ns.layer, tests=tuple(t.strip() for arg in ns.test for t in arg.split(",")
                                         if t.strip()), sizes=ns.sizes, pairs=ns.pairs, qps=ns.qps,
@@ -205,6 +211,7 @@ class SweepOptions:
                  else f"auto:{self.auto.max_reps}", 1), ("--timeout", self.timeout_s, 300.0),
                 ("--baseline", self.auto and self.auto.baseline, None),
                 ("--detect", self.auto and self.auto.detect, None),
+                ("--thresholds", self.auto and self.auto.thresholds, None),
                 ("--hosts", self.hosts, None), ("--binary", self.binary, None),
                 ("--remote-binary", self.remote_binary, None),
                 ("--connect-addr", self.connect_addr, None),

@@ -74,6 +74,12 @@ def test_baseline_and_detect_need_auto(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "MAX must be" in proc.stderr
     proc, _ = sweep(tmp_path, "--baseline", str(tmp_path / "nothing"), reps="auto")
     assert proc.returncode == 2
+    bad = tmp_path / "th.toml"
+    bad.write_text("[default]\nrelativ = 0.1\n")
+    proc, _ = sweep(tmp_path, "--thresholds", str(bad), reps="auto")
+    assert proc.returncode == 2 and "relativ" in proc.stderr, proc.stderr
+    proc, _ = sweep(tmp_path, "--thresholds", str(bad), reps="3")
+    assert proc.returncode == 2 and "--repetitions auto" in proc.stderr
 
 
 def test_default_takes_the_same_repetitions() -> None:
