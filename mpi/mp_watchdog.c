@@ -71,7 +71,7 @@ static void *mp_watchdog_main(void *arg)
 				pb_log_error("%s: %s did not finish within the start-up deadline, %.1f s (--startup-timeout, at least --timeout): the job's start-up is slow here or a rank was never started; ending the job",
 					     who, wd->phase, (double)wd->armed_for_ns / 1e9);
 			else
-				pb_log_error("%s: %s did not finish within --timeout %.1f s (a peer rank may have died or hung); ending the job",
+				pb_log_error("%s: %s did not finish within --timeout %.1f s (a peer rank may have died or hung, or the phase takes longer than that here: raise --timeout); ending the job",
 					     who, wd->phase, (double)wd->armed_for_ns / 1e9);
 			_exit(PB_EXIT_RUNTIME);
 		}
