@@ -41,8 +41,12 @@ MACHINE = ("host", "peer", "cpu", "numa_node")
 # Added to the schema (version 3) after the golden files were made: the behaviour they
 # describe (layouts, QP counts, devices, patterns, sub-aggregates) is tested where it was
 # added; the golden files keep comparing what existed before.
-LATER = ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device")
-MEASURED_FLAGS = {"above_link_rate"}
+LATER = ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device",
+         # version 4 (issue 21): how each point was timed; the golden runs use -n (count)
+         "window_method", "window_s", "overlap_s", "end_spread_us")
+# Flags that depend on what was measured (timing): tail_dominated follows the pairs' end
+# times, sample_cap a latency pair's speed.
+MEASURED_FLAGS = {"above_link_rate", "tail_dominated", "sample_cap"}
 MACHINE_FLAGS = {"oversubscribed", "emulated_device", "link_rate_nominal", "link_rate_unknown"}
 
 # (np, args) — one node, small -n, two sizes where the test has a size.
