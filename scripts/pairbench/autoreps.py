@@ -6,9 +6,9 @@ after round, one more repetition of each point that is still undecided, in the p
 until every point is decided or it has MAX repetitions:
 
 - with `--baseline RUN`: decided = every comparison of the point against RUN has a gate
-  answer, regression or no regression (pairbench compare: the same method, thresholds and
-  confidence as a later `pairbench compare RUN NEW [--thresholds FILE]`, given the same
-  `--thresholds FILE`);
+  answer, regression or no regression (pairbench compare: the same method and thresholds as
+  a later `pairbench compare RUN NEW [--thresholds FILE]`, given the same `--thresholds
+  FILE`), at the stricter level alpha / looks of each look (look_alpha);
 - without: decided = the run's noise at the point would let compare catch a change of
   `--detect` (default: twice each metric's threshold, as `pairbench noise`) with 80 % power,
   i.e. it has at least the repetitions `pairbench noise --detect` recommends.
@@ -78,6 +78,16 @@ def parse_repetitions(text: str) -> tuple[int, AutoReps | None]:
         raise UsageError(f"--repetitions {text!r}: expected a count or auto[:MAX]") from None
 
 
+def look_alpha(alpha: float, max_reps: int) -> float:
+    """The level of each look against a baseline: alpha split over the looks (after
+    repetition MIN_REPS, ..., max_reps; Bonferroni).  Stopping a point when it looks decided
+    is sequential testing: at alpha per look, chance crossings pile up (simulated A/A at 20 %
+    CV and 20 looks: 7.5 % of whole comparisons with a claim instead of 2.5 %).  With alpha /
+    looks, a point stops on a claim that chance makes at most alpha of the time over all
+    looks; the final compare at alpha is one more look (results/compare-calibration)."""
+    return alpha / max(max_reps - MIN_REPS + 1, 1)
+
+
 def launch_key(test: str, pairs: object, qps: object) -> tuple[str, int, str]:
     """A point's identity as the planner and the rows both have it."""
     q = "" if qps is None or (isinstance(qps, float) and math.isnan(qps)) or qps == "" \
@@ -94,6 +104,7 @@ def undecided(current: pd.DataFrame, auto: AutoReps,
     th = auto.compare_thresholds()
     out: dict[tuple, str] = {}
     if baseline is not None:
+        th.confidence = 1.0 - look_alpha(1.0 - th.confidence, auto.max_reps)
         res = compare_frames(baseline, current, th)
         for _, r in res[res["gate"] == GATE_INCONCLUSIVE].iterrows():
             key = launch_key(r["test"], r["pairs"], r.get("qps"))

@@ -482,5 +482,7 @@ def judge(features: list[Feature], alpha: float, needed: bool = True,
                 r["evidence"] += ("; no regression not proven" + (
                     f" (q = {r['q_noninferior']:.2g})" if i in tested else "")
                     + (f"; ≈{n_need} repetitions per side would prove it"
-                       if n_need is not None else ""))
+                       if n_need is not None else
+                       f"; more than {MAX_REPS} repetitions per side needed"
+                       if math.isfinite(w.post[i]) else ""))
     return Judgement(rows, priors, len(t_idx), alpha)
