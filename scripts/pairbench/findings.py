@@ -30,6 +30,7 @@ import pandas as pd
 from pairbench import fmt, testtable
 from pairbench.analysis import is_headline, latency_metric
 from pairbench.flags import MACHINE_FLAGS, row_flags
+from pairbench.gate import gate_lines, run_gate
 from pairbench.sizes import size_label
 from pairbench.testtable import TestTable
 
@@ -254,8 +255,6 @@ def compute(df: pd.DataFrame, meta: dict, tables: dict[str, TestTable] | None = 
         for key, g in med.groupby(TEST_KEY, dropna=False, sort=True):
             out.tests.append(_test_findings(key, g, tables, tuple(key) in nominal_keys))
     if compare is not None:
-        from pairbench.compare import run_gate
-
         out.verdict, out.regressions = verdict_lines(compare)
         out.gate = run_gate(compare)
     return out
@@ -269,7 +268,6 @@ def verdict_lines(res: pd.DataFrame) -> tuple[list[str], int]:
     """The gate's lines (compare.gate_lines), then one line per verdict class (regressions
     first), each naming its points."""
     from pairbench.analysis import METRICS, point_label
-    from pairbench.compare import gate_lines
 
     lines = ([ln.strip() for ln in gate_lines(res, max_listed=6)] if "gate" in res.columns
              else [])
