@@ -6,7 +6,7 @@
 3. plots and an HTML report for each, and report.png (its first screens, rendered by
    headless Chromium) when Chromium is installed; prints where everything is.
 Every point runs for a time, not a count (docs/methodology.md "Windows"): bandwidth 0.2 s of
-one common window, latency 0.1 s and at least 200 samples on the emulated device (tens of µs
+one common window, latency 0.1 s and at least 100 samples on the emulated device (tens of µs
 per operation; 1,000, the executables' default, in the MPI part), so that it finishes in a
 few minutes on 2 cores without RDMA hardware.
 """
@@ -24,7 +24,7 @@ from pairbench.sweep import SweepOptions
 from pairbench.testtable import DEFAULT_TESTS
 
 VERBS = SweepOptions(layer="verbs", tests=tuple(DEFAULT_TESTS["verbs"]),
-                     pairs="1,2,4", sizes="8,128,256,4K,64K", warmup=20, lat_samples=200,
+                     pairs="1,2,4", sizes="8,128,256,4K,64K", warmup=20, lat_samples=100,
                      launcher="softroce", timeout_s=120.0, allow_oversubscribe=True)
 MPI = SweepOptions(layer="mpi", tests=tuple(DEFAULT_TESTS["mpi"]), pairs="1,2",
                    sizes="8,128,4K,64K", warmup=100, launcher="mpirun",
