@@ -1,0 +1,145 @@
+"""scripts/shm-leaks, test-all's last stage (issue 26): a segment of a job running beside the
+suite does not fail it; a segment the suite's own process leaves behind does; an unreadable
+/proc/sysvipc/shm is an error, never "no segments".  Real SysV segments (shmget via ctypes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import SCRIPTS
+
+SHM_LEAKS = SCRIPTS / "shm-leaks"
+# A process that creates a private 4 KiB segment, prints its id, then waits for stdin to close
+# (stays alive: a job's segment in use) or exits at once (its segment is left behind).
+MAKE_SEGMENT = """
+import ctypes, sys
+shmid = ctypes.CDLL(None, use_errno=True).shmget(0, 4096, 0o1000 | 0o600)
+assert shmid >= 0, ctypes.get_errno()
+print(shmid, flush=True)
+if sys.argv[1] == "live":
+    sys.stdin.read()
+"""
+
+
+def env_of(run: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PB_TEST_ALL_RUN", "PB_TEST_ALL_IPCNS")}
+    if run is not None:
+        env["PB_TEST_ALL_RUN"] = run
+    return env
+
+
+@pytest.fixture
+def segments() -> Iterator[list[int]]:
+    """Ids of the segments a test makes; removed afterwards (the suite's own check follows)."""
+    made: list[int] = []
+    yield made
+    for shmid in made:
+        subprocess.run(["ipcrm", "-m", str(shmid)], capture_output=True)
+
+
+def make_segment(made: list[int], mode: str, run: str | None,
+                 prefix: tuple[str, ...] = ()) -> subprocess.Popen:
+    p = subprocess.Popen([*prefix, sys.executable, "-c", MAKE_SEGMENT, mode], env=env_of(run),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    made.append(int(p.stdout.readline()))
+    if mode == "leak":
+        p.wait(timeout=30)
+    return p
+
+
+def shm_leaks(cmd: str, snap: Path, run: str | None, prefix: tuple[str, ...] = (),
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*prefix, sys.executable, str(SHM_LEAKS), cmd, str(snap)],
+                          env=env or env_of(run), capture_output=True, text=True, timeout=60)
+
+
+def test_a_job_beside_the_run_does_not_fail_it(segments: list[int], tmp_path: Path) -> None:
+    snap = tmp_path / "snap.json"
+    assert shm_leaks("snapshot", snap, "run-a").returncode == 0
+    job = make_segment(segments, "live", None)  # another job's, still running: no marker
+    try:
+        p = shm_leaks("check", snap, "run-a")
+    finally:
+        job.communicate("")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("0 left"), p.stdout
+    assert "creator gone or marked PB_TEST_ALL_RUN=run-a" in p.stdout, p.stdout
+
+
+def test_a_segment_the_run_leaves_fails_it(segments: list[int], tmp_path: Path) -> None:
+    snap = tmp_path / "snap.json"
+    assert shm_leaks("snapshot", snap, "run-b").returncode == 0
+    make_segment(segments, "leak", "run-b")  # a process of the run, gone, its segment kept
+    live = make_segment(segments, "live", "run-b")  # and one of the run still running
+    try:
+        p = shm_leaks("check", snap, "run-b")
+    finally:
+        live.communicate("")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stdout.startswith("2 left"), p.stdout
+    for shmid in segments:
+        assert f"left behind: shmid {shmid} " in p.stderr, p.stderr
+
+
+def unshare_ok(*flags: str) -> bool:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", *flags, "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not unshare_ok("--ipc"), reason="needs root and unshare --ipc")
+def test_in_its_own_ipc_namespace_only_the_runs_segments_count(segments: list[int],
+                                                               tmp_path: Path) -> None:
+    """test-all's way where it can: the run in its own IPC namespace. A segment left outside it
+    (even by a process carrying the marker) is not the run's; one left inside it is."""
+    snap = tmp_path / "snap.json"
+    # One namespace kept open by a process, entered by each command through nsenter.
+    holder = subprocess.Popen(["unshare", "--ipc", "sleep", "300"])
+    try:
+        ns = ("nsenter", f"--ipc=/proc/{holder.pid}/ns/ipc")
+        ns_id = os.readlink("/proc/self/ns/ipc")
+        for _ in range(300):  # until unshare has entered its namespace
+            ns_id = os.readlink(f"/proc/{holder.pid}/ns/ipc")
+            if ns_id != os.readlink("/proc/self/ns/ipc"):
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("unshare --ipc did not enter a namespace")
+        env = env_of("run-c") | {"PB_TEST_ALL_IPCNS": ns_id}
+        assert shm_leaks("snapshot", snap, None, ns, env).returncode == 0
+        make_segment(segments, "leak", "run-c")  # outside the namespace
+        p = shm_leaks("check", snap, None, ns, env)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.startswith("0 left") and "own IPC namespace" in p.stdout, p.stdout
+        make_segment([], "leak", None, ns)  # inside: no marker needed, gone with the namespace
+        p = shm_leaks("check", snap, None, ns, env)
+        assert p.returncode == 1, p.stdout
+        assert p.stdout.startswith("1 left"), p.stdout
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.skipif(not unshare_ok("--mount"), reason="needs root and unshare --mount")
+def test_unreadable_segment_list_is_an_error(tmp_path: Path) -> None:
+    snap = tmp_path / "snap.json"
+    assert shm_leaks("snapshot", snap, "run-d").returncode == 0
+    garbage = tmp_path / "garbage"
+    garbage.write_text("not the kernel's table\n")
+    for over in ("/dev/null", str(garbage)):  # empty, and not what the kernel writes
+        p = subprocess.run(["unshare", "--mount", "sh", "-c",
+                            'mount --bind "$1" /proc/sysvipc/shm && exec "$2" "$3" check "$4"',
+                            "sh", over, sys.executable, str(SHM_LEAKS), str(snap)],
+                           env=env_of("run-d"), capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2, (over, p.stdout, p.stderr)
+        assert "cannot read the System V segments" in p.stderr, p.stderr
