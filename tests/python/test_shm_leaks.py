@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import faultlib  # noqa: F401  puts tests/mpi (mpi_env) on sys.path
 import pytest
 
 from conftest import SCRIPTS
@@ -143,3 +144,22 @@ def test_unreadable_segment_list_is_an_error(tmp_path: Path) -> None:
                            env=env_of("run-d"), capture_output=True, text=True, timeout=60)
         assert p.returncode == 2, (over, p.stdout, p.stderr)
         assert "cannot read the System V segments" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("content", [None, "", "garbage\n"])
+def test_mpi_checkers_segment_list_fails_when_unreadable(content: str | None, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/mpi/mpi_env.py: the segment list of the MPI checkers' leak checks (and
+    faultlib's) raises when /proc/sysvipc/shm is missing or not the kernel's, instead of {}."""
+    import mpi_env  # on sys.path through faultlib, as the fault tests import it
+
+    fake = tmp_path / "shm"
+    if content is not None:
+        fake.write_text(content)
+    real_open = open
+    monkeypatch.setattr(mpi_env, "open", lambda path, *a, **k: real_open(
+        fake if str(path) == "/proc/sysvipc/shm" else path, *a, **k), raising=False)
+    with pytest.raises((OSError, ValueError)):
+        mpi_env.shm_segments()
+    monkeypatch.undo()
+    assert isinstance(mpi_env.shm_segments(), dict)  # the real list still reads
