@@ -6,6 +6,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from conftest import REPO, cli
+from pairbench.schema import load_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -67,10 +68,63 @@ def test_report_is_self_contained_html(base_run: Path, slow_run: Path, tmp_path:
     assert "http" not in "".join(c.imgs)  # nothing fetched from elsewhere
 
 
+class Tables(HTMLParser):
+    """Every <table>: its rows, each a list of cell texts (th and td)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self.cell is not None and self.tables:
+            self.tables[-1][-1].append("".join(self.cell).strip())
+            self.cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+
 def test_report_default_location(base_run: Path) -> None:
+    """`report RUN` writes RUN/report.html: titled with the run id, the results table with one
+    row per measured point (3 repetitions each), the plots inline, the fingerprint."""
+    out = base_run / "report.html"
+    out.unlink(missing_ok=True)
     proc = cli("report", str(base_run))
     assert proc.returncode == 0, proc.stderr
-    parse(base_run / "report.html")
+    assert proc.stdout.strip() == f"report: {out}", proc.stdout
+    html = out.read_text(encoding="utf-8")
+    run_id = base_run.name
+    assert f"<title>pairbench report: {run_id}</title>" in html
+    assert f"<h1>pairbench report: {run_id}</h1>" in html
+    c = parse(out)
+    text = " ".join(c.text)
+    for section in ("Findings", "Results (median over repetitions", "Worst pair", "Plots",
+                    "Environment fingerprint"):
+        assert section in text, section
+    assert len(c.imgs) >= 4 and all(s.startswith("data:image/png;base64,") for s in c.imgs)
+    tp = Tables()
+    tp.feed(html)
+    results = [t for t in tp.tables if t and t[0][:5] == ["layer", "test", "variant", "size",
+                                                          "pairs"]]
+    assert len(results) == 1, [t[0] for t in tp.tables if t]
+    head, *rows = results[0]
+    df = load_run(base_run)
+    agg = df[df["pair_id"] == "all"]
+    points = agg.groupby(["test", "msg_size_bytes", "pairs"]).ngroups
+    assert len(rows) == points, (len(rows), points)
+    reps = head.index("reps")
+    assert {r[reps] for r in rows} == {str(agg["repetition"].nunique())} == {"3"}
+    assert {r[1] for r in rows} == {"RDMA write latency", "RDMA write bandwidth"}
 
 
 def test_report_on_published_figures(tmp_path: Path) -> None:
