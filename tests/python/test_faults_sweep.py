@@ -425,3 +425,36 @@ def test_signal_during_start_up_probe_ends_its_group(sig: signal.Signals,
     assert "start-up probe" in lines[0], lines[0]
     pids = hang_pids(tmp_path)
     wait_for(lambda: not any(pid_alive(p) for p in pids), 5, "the probe's processes to end")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_during_fingerprint_ends_its_helper(sig: signal.Signals, tmp_path: Path) -> None:
+    """Issue 26: the other start-up child before the first point, a fingerprint helper (here an
+    lscpu that never answers), ends with the sweep on a stop signal: exit 128+N, the helper
+    gone, the planned point recorded as not run."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pidfile = tmp_path / "lscpu.pid"
+    (bin_dir / "lscpu").write_text(f'#!/bin/sh\necho $$ > "{pidfile}"\nexec sleep 300\n')
+    (bin_dir / "lscpu").chmod(0o755)
+    results = tmp_path / "res"
+    proc = start_sweep(results, "--layer", "verbs", "--test", "write_lat", "--sizes", "8",
+                       "--pairs", "1", "--binary", str(FAKE), "--timeout", "120",
+                       env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    try:
+        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 60,
+                 "the fingerprint's lscpu to start")
+        helper = int(pidfile.read_text())
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=EXIT_BOUND_S + 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err and f"interrupted by {sig.name}" in err, err
+    wait_for(lambda: not pid_alive(helper), 5, "the fingerprint's helper to end")
+    meta = json.loads((run_dir_of(results) / "metadata.json").read_text())
+    assert meta["interrupted"]["signal"] == sig.name, meta.get("interrupted")
+    df = load_run(run_dir_of(results))  # the planned point, recorded as not run
+    assert (df["status"] == "error").all(), df[["status", "error"]]
+    assert df["error"].str.contains(f"not run: the sweep was interrupted by {sig.name}").all()
