@@ -286,7 +286,7 @@ static int pb_engine_error_rows(const struct pb_engine_params *p, uint64_t size,
 
 static void pb_engine_fill_result(const struct pb_engine_params *p,
 				  const struct pb_engine_role *role, const struct pb_timed *t,
-				  int rc, struct pb_pair_result *r)
+				  uint64_t release_ns, int rc, struct pb_pair_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->pair_id = role->pair_id;
@@ -299,6 +299,7 @@ static void pb_engine_fill_result(const struct pb_engine_params *p,
 	r->messages = t->messages;
 	r->start_ns = t->start_ns;
 	r->end_ns = t->end_ns;
+	r->release_ns = release_ns;
 	r->has_bw = t->has_bw;
 	snprintf(r->host, sizeof(r->host), "%s", role->host ? role->host : "");
 	snprintf(r->peer, sizeof(r->peer), "%s", role->peer ? role->peer : "");
@@ -393,7 +394,7 @@ static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engin
 	}
 	if (!rc && test->finish)
 		rc = test->finish(tctx, size);
-	pb_engine_fill_result(p, role, &t, rc, &mine);
+	pb_engine_fill_result(p, role, &t, release_ns, rc, &mine);
 	if (!rc && t.has_lat && role->measuring)
 		rc = pb_engine_lat_stats(&t, hist, b, &mine);
 	if (rc) {

@@ -55,6 +55,13 @@ static void pb_rows_bw(const struct pb_point_desc *pt, struct pb_row *row, uint6
 		*gbit_out = gbit;
 }
 
+/* start_delay_us of a row whose window began with r's (empty when the release is unknown). */
+static void pb_rows_start_delay(struct pb_row *row, const struct pb_pair_result *r)
+{
+	if (r && r->release_ns && r->start_ns >= r->release_ns)
+		pb_row_set_double(row, PB_COL_start_delay_us, (double)(r->start_ns - r->release_ns) / 1e3);
+}
+
 static void pb_rows_pair(const struct pb_point_desc *pt, const struct pb_pair_result *r,
 			 struct pb_row *row, double *gbit)
 {
@@ -85,6 +92,7 @@ static void pb_rows_pair(const struct pb_point_desc *pt, const struct pb_pair_re
 	}
 	if (r->end_ns > r->start_ns)
 		pb_row_set_double(row, PB_COL_duration_s, (double)(r->end_ns - r->start_ns) / 1e9);
+	pb_rows_start_delay(row, r);
 	if (r->has_bw)
 		pb_rows_bw(pt, row, r->bytes, r->messages, r->end_ns - r->start_ns, gbit);
 }
@@ -118,6 +126,7 @@ static void pb_rows_aggregate_error(const struct pb_pair_result *res, unsigned n
 struct pb_rows_sum {
 	unsigned failed, n_bw, n_lat;
 	uint64_t first_start, last_start, last_end, first_end, iters;   /* every pair */
+	const struct pb_pair_result *first, *bw_first, *lat_first;      /* earliest start */
 	uint64_t bytes, msgs;
 	uint64_t bw_iters, bw_start, bw_end;      /* bandwidth pairs */
 	uint64_t bw_last_start, bw_first_end;
@@ -141,10 +150,12 @@ static void pb_rows_add_iters(const struct pb_point_desc *pt, uint64_t *acc, uin
 
 /* Earliest start, latest end (the window) and latest start, earliest end (all running). */
 static void pb_rows_span(uint64_t *start, uint64_t *end, uint64_t *last_start, uint64_t *first_end,
-			 const struct pb_pair_result *r)
+			 const struct pb_pair_result **first, const struct pb_pair_result *r)
 {
-	if (r->start_ns < *start)
+	if (r->start_ns < *start) {
 		*start = r->start_ns;
+		*first = r;
+	}
 	if (r->end_ns > *end)
 		*end = r->end_ns;
 	if (r->start_ns > *last_start)
@@ -157,8 +168,10 @@ static void pb_rows_span(uint64_t *start, uint64_t *end, uint64_t *last_start, u
 static void pb_rows_scan(const struct pb_point_desc *pt, const struct pb_pair_result *r,
 			 double gbit, struct pb_rows_sum *s)
 {
-	if (r->start_ns < s->first_start)
+	if (r->start_ns < s->first_start) {
 		s->first_start = r->start_ns;
+		s->first = r;
+	}
 	if (r->start_ns > s->last_start)
 		s->last_start = r->start_ns;
 	if (r->end_ns > s->last_end)
@@ -171,7 +184,8 @@ static void pb_rows_scan(const struct pb_point_desc *pt, const struct pb_pair_re
 		s->bytes += r->bytes;
 		s->msgs += r->messages;
 		pb_rows_add_iters(pt, &s->bw_iters, r->iterations);
-		pb_rows_span(&s->bw_start, &s->bw_end, &s->bw_last_start, &s->bw_first_end, r);
+		pb_rows_span(&s->bw_start, &s->bw_end, &s->bw_last_start, &s->bw_first_end,
+			     &s->bw_first, r);
 		if (isfinite(gbit)) {
 			s->n_gbit++;
 			s->sum_gbit += gbit;
@@ -185,7 +199,8 @@ static void pb_rows_scan(const struct pb_point_desc *pt, const struct pb_pair_re
 		s->n_lat++;
 		s->lat_pair = r;
 		pb_rows_add_iters(pt, &s->lat_iters, r->iterations);
-		pb_rows_span(&s->lat_start, &s->lat_end, &s->lat_last_start, &s->lat_first_end, r);
+		pb_rows_span(&s->lat_start, &s->lat_end, &s->lat_last_start, &s->lat_first_end,
+			     &s->lat_first, r);
 		if (isfinite(r->lat_us.p50) &&
 		    (!s->worst_lat || r->lat_us.p50 > s->worst_lat->lat_us.p50))
 			s->worst_lat = r;
@@ -225,6 +240,7 @@ static void pb_rows_agg_count(const struct pb_rows_sum *s, struct pb_row *agg)
 {
 	uint64_t iters = s->iters, start = s->first_start, end = s->last_end;
 	uint64_t last_start = s->last_start, first_end = s->first_end;
+	const struct pb_pair_result *first = s->first;
 
 	if (s->n_bw) {
 		iters = s->bw_iters;
@@ -232,13 +248,16 @@ static void pb_rows_agg_count(const struct pb_rows_sum *s, struct pb_row *agg)
 		end = s->bw_end;
 		last_start = s->bw_last_start;
 		first_end = s->bw_first_end;
+		first = s->bw_first;
 	} else if (s->n_lat) {
 		iters = s->lat_iters;
 		start = s->lat_start;
 		end = s->lat_end;
 		last_start = s->lat_last_start;
 		first_end = s->lat_first_end;
+		first = s->lat_first;
 	}
+	pb_rows_start_delay(agg, first);
 	pb_row_set_u64(agg, PB_COL_iterations, iters);
 	if (end <= start)
 		return;

@@ -31,6 +31,7 @@ struct pb_pair_result {
 	uint64_t messages;     /* messages moved in [start_ns, end_ns] */
 	uint64_t start_ns;     /* first timed operation posted */
 	uint64_t end_ns;       /* last timed operation completed */
+	uint64_t release_ns;   /* the node's common start (start barrier's release); 0 = unknown */
 	struct pb_stats lat_us;
 	char host[64];
 	char peer[64];
@@ -80,6 +81,9 @@ void pb_result_fail(struct pb_pair_result *r, int neg_errno, const char *fmt, ..
  *   per-pair bandwidth  = bytes / (end_ns - start_ns) of that pair
  *   fairness            = Jain index over per-pair bandwidth
  *   start_skew_us       = latest start_ns - earliest start_ns
+ *   start_delay_us      = start_ns - release_ns (pair rows: its own; aggregate: of
+ *                         the pair that started first among those of duration_s):
+ *                         with a window, duration_s + start_delay_us >= window_s
  *   overlap_s, end_spread_us = earliest end - latest start, latest end -
  *                         earliest end, over the pairs of duration_s (below);
  *                         flag tail_dominated when >= 2 bandwidth pairs end

@@ -51,6 +51,7 @@
 	X(duration_s, "timed window of this row, seconds (first post .. last completion); aggregate row: earliest start .. latest end of the same pairs as its iterations") \
 	X(window_method, "how long the point ran (docs/methodology.md \"Windows\"): window = every pair stopped at one common deadline, window_s after the node's common start; target = latency pairs kept every sample until that deadline and until --lat-samples samples; count = a fixed count of iterations (-n; collectives, halo, --timing block)") \
 	X(window_s, "window and target: the window asked for (seconds from the common start: --bw-seconds, --lat-seconds or -D); empty for count") \
+	X(start_delay_us, "how long after the node's common start (the start barrier's release) the row's window began, microseconds: pair rows their own first post, the aggregate row that of the pair that started first among those of its duration_s; a window or target point ends at the common start + window_s, so duration_s + start_delay_us >= window_s") \
 	X(overlap_s, "aggregate row: the part of its window in which all its pairs were running (latest start .. earliest end), seconds; 0 when they never all ran at once") \
 	X(end_spread_us, "aggregate row: latest minus earliest end of the same pairs, microseconds (the stop jitter of a common window; with a fixed count, how far apart the pairs finished: flag tail_dominated above 5 % of duration_s)") \
 	X(host, "host name of the measuring process")                          \

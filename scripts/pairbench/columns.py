@@ -42,6 +42,7 @@ COLUMNS: tuple[str, ...] = (
     "duration_s",
     "window_method",
     "window_s",
+    "start_delay_us",
     "overlap_s",
     "end_spread_us",
     "host",
@@ -65,7 +66,7 @@ ADDED_IN: dict[int, tuple[str, ...]] = {
     2: ("worst_lat_pair_id", "worst_lat_us_p50", "worst_lat_us_p99", "min_bw_pair_id",
         "min_pair_bw_gbit_s", "min_pair_bw_share"),
     3: ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device"),
-    4: ("window_method", "window_s", "overlap_s", "end_spread_us"),
+    4: ("window_method", "window_s", "start_delay_us", "overlap_s", "end_spread_us"),
 }
 READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
 

@@ -319,10 +319,10 @@ TAIL_FRACTION = 0.05
 def _check_window(agg: Row, per: list[Row], lat: list[Row], bw: list[Row], where: str,
                   fail: Callable[[str], None]) -> None:
     """How the point was timed (docs/methodology.md "Windows"): every row of the point says
-    the same window_method and window_s; a window or target point lasted its window (its
-    pairs start at most the barrier's exit delay after the common start: 0.1 % slack); the
-    end spread lies inside the window and tail_dominated is set exactly when >= 2 bandwidth
-    pairs end more than TAIL_FRACTION of duration_s apart."""
+    the same window_method and window_s; a window or target point ran until its common
+    deadline (duration_s + start_delay_us >= window_s: its window began start_delay_us after
+    the common start); the end spread lies inside the window and tail_dominated is set
+    exactly when >= 2 bandwidth pairs end more than TAIL_FRACTION of duration_s apart."""
     if not agg.get("window_method"):  # rows built by hand (tests) or schema < 4
         return
     method, secs = agg["window_method"], agg["window_s"]
@@ -338,8 +338,9 @@ def _check_window(agg: Row, per: list[Row], lat: list[Row], bw: list[Row], where
     if not agg["duration_s"] or agg["status"] != "ok":
         return
     dur = num(agg, "duration_s")
-    if method != "count" and dur < num(agg, "window_s") * 0.999:
-        fail(f"{where}: {method} of {secs} s, but the aggregate lasted {dur:g} s")
+    if method != "count" and not _reached_deadline(agg):
+        fail(f"{where}: {method} of {secs} s, but the aggregate lasted {dur:g} s from "
+             f"{agg['start_delay_us'] or '?'} us after the common start")
     spread, overlap = num(agg, "end_spread_us") / 1e6, num(agg, "overlap_s")
     if not (0 <= spread <= dur * (1 + 1e-6) and 0 <= overlap <= dur * (1 + 1e-6)):
         fail(f"{where}: end spread {spread:g} s, overlap {overlap:g} s in a {dur:g} s window")
@@ -350,10 +351,19 @@ def _check_window(agg: Row, per: list[Row], lat: list[Row], bw: list[Row], where
              f"pairs ending {spread:g} s apart in {dur:g} s")
     if method == "target":
         short = [r["pair_id"] for r in lat if "sample_cap" not in r["flags"].split(";")
-                 and num(r, "duration_s") < num(agg, "window_s") * 0.999]
+                 and not _reached_deadline(r)]
         if short:
             fail(f"{where}: target {secs} s, but latency pair(s) {short} stopped earlier "
                  "without sample_cap")
+
+
+def _reached_deadline(r: Row) -> bool:
+    """The row's window ended at or after the common deadline (common start + window_s):
+    duration_s + start_delay_us >= window_s, up to the 9 printed digits."""
+    if not r["start_delay_us"]:
+        return False
+    end = num(r, "duration_s") + num(r, "start_delay_us") / 1e6
+    return end >= num(r, "window_s") * (1 - 1e-8)
 
 
 def _check_block_mean(agg: Row, lat: list[Row], where: str, fail: Callable[[str], None]) -> None:

@@ -30,7 +30,8 @@ FLOAT_COLUMNS = frozenset(
     {"lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999", "lat_us_max",
      "lat_us_mean", "lat_us_stdev", "bw_gbit_s", "bw_mbyte_s", "msg_rate_per_s", "link_pct",
      "start_skew_us", "fairness", "worst_lat_us_p50", "worst_lat_us_p99", "min_pair_bw_gbit_s",
-     "min_pair_bw_share", "duration_s", "window_s", "overlap_s", "end_spread_us"}
+     "min_pair_bw_share", "duration_s", "window_s", "start_delay_us", "overlap_s",
+     "end_spread_us"}
 )
 NUMERIC_COLUMNS = INT_COLUMNS | FLOAT_COLUMNS
 # Integer-valued but kept as strings: they are part of a point's identity (groupby keys),

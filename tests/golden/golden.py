@@ -43,7 +43,7 @@ MACHINE = ("host", "peer", "cpu", "numa_node")
 # added; the golden files keep comparing what existed before.
 LATER = ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device",
          # version 4 (issue 21): how each point was timed; the golden runs use -n (count)
-         "window_method", "window_s", "overlap_s", "end_spread_us")
+         "window_method", "window_s", "start_delay_us", "overlap_s", "end_spread_us")
 # Flags that depend on what was measured (timing): tail_dominated follows the pairs' end
 # times, sample_cap a latency pair's speed.
 MEASURED_FLAGS = {"above_link_rate", "tail_dominated", "sample_cap"}

@@ -116,7 +116,8 @@ def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
         r.update(layer=layer, test=a.test, buffers=buffers, msg_size_bytes=str(size),
                  pairs=str(a.pairs), qps=str(a.qps) if layer == "verbs" else "",
                  pair_id=str(pid), warmup_iterations=str(a.warmup), window_method=method,
-                 window_s=window_s, status="ok", host=host, cpu=str(pid), numa_node="0")
+                 window_s=window_s, start_delay_us="0.5", status="ok", host=host,
+                 cpu=str(pid), numa_node="0")
         if kind == "lat":
             xs = pair_samples(c, n)
             pooled += xs
@@ -147,6 +148,7 @@ def point_rows(a: argparse.Namespace, layer: str, host: str, size: int,
                iterations=str(sum(iters)),
                warmup_iterations=str(a.warmup), status="ok", host=host, start_skew_us="0.4",
                duration_s=g9(max(dur)), window_method=method, window_s=window_s,
+               start_delay_us="0.5",
                overlap_s=g9(min(dur)), end_spread_us=g9(spread * 1e6))
     if kind == "lat":
         agg.update(lat_kind=rows[0]["lat_kind"], **lat_stats(pooled))

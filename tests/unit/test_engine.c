@@ -453,6 +453,11 @@ static void test_common_window(void)
 	CHECK_STR(v, "0");
 	field(lines[4], PB_COL_duration_s, v, sizeof(v));
 	CHECK_STR(v, "0.002");
+	/* The window begins at the common start (pair 0); pair 2 began 2 us after it. */
+	field(lines[4], PB_COL_start_delay_us, v, sizeof(v));
+	CHECK_STR(v, "0");
+	field(lines[3], PB_COL_start_delay_us, v, sizeof(v));
+	CHECK_STR(v, "2");
 	field(lines[4], PB_COL_iterations, v, sizeof(v));
 	CHECK_STR(v, "3665");
 	/* 3665 messages x 8 B / 2 ms = 14.66 MB/s */
