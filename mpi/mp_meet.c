@@ -191,6 +191,9 @@ static size_t mp_meet_assemble(struct mp_meet *m, struct pb_pair_result *res, un
 		if (off && p->r.start_ns) {
 			p->r.start_ns = (uint64_t)((int64_t)p->r.start_ns - off);
 			p->r.end_ns = (uint64_t)((int64_t)p->r.end_ns - off);
+			/* The node's common start moves with them: start_delay_us stays that node's. */
+			if (p->r.release_ns)
+				p->r.release_ns = (uint64_t)((int64_t)p->r.release_ns - off);
 			size_t fl = strlen(p->r.flags);
 
 			snprintf(p->r.flags + fl, sizeof(p->r.flags) - fl, "%sclock_offset_corrected",
