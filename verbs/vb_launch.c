@@ -538,10 +538,10 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 
 	L.members = p->loopback ? 2 * p->pairs : p->pairs;
 	/* Room in each shm result slot: the samples of a count or a target (pb_window.h). */
-	struct pb_engine_params ep0;
+	struct pb_window_plan w;
 
-	pb_run_engine_params(&p->test_desc->info, "verbs", &p->c, NULL, 0, p->pairs, true, &ep0);
-	L.max_samples = ep0.method == PB_WM_WINDOW ? 1 : ep0.iterations;
+	pb_window_plan(&p->c, &p->test_desc->info, true, &w);
+	L.max_samples = w.method == PB_WM_WINDOW ? 1 : w.iterations;
 	vb_signals();
 	vb_block_sigchld();
 	L.sh = mmap(NULL, sizeof(*L.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -200,6 +200,13 @@ static int read_lines(FILE *f)
 	return n;
 }
 
+/* Cell col of CSV line l equals want (v: the caller's buffer). */
+#define CHECK_CELL(l, col, want)                          \
+	do {                                              \
+		field(lines[l], col, v, sizeof(v));       \
+		CHECK_STR(v, want);                       \
+	} while (0)
+
 static void test_all_ok(void)
 {
 	FILE *csv = tmpfile();
@@ -447,24 +454,16 @@ static void test_common_window(void)
 		CHECK_STR(v, "0.002");
 	}
 	/* size 8: pairs 0, 1, 2 move 2000, 999, 666 messages; their ends do not spread */
-	field(lines[4], PB_COL_pair_id, v, sizeof(v));
-	CHECK_STR(v, "all");
-	field(lines[4], PB_COL_end_spread_us, v, sizeof(v));
-	CHECK_STR(v, "0");
-	field(lines[4], PB_COL_duration_s, v, sizeof(v));
-	CHECK_STR(v, "0.002");
+	CHECK_CELL(4, PB_COL_pair_id, "all");
+	CHECK_CELL(4, PB_COL_end_spread_us, "0");
+	CHECK_CELL(4, PB_COL_duration_s, "0.002");
 	/* The window begins at the common start (pair 0); pair 2 began 2 us after it. */
-	field(lines[4], PB_COL_start_delay_us, v, sizeof(v));
-	CHECK_STR(v, "0");
-	field(lines[3], PB_COL_start_delay_us, v, sizeof(v));
-	CHECK_STR(v, "2");
-	field(lines[4], PB_COL_iterations, v, sizeof(v));
-	CHECK_STR(v, "3665");
+	CHECK_CELL(4, PB_COL_start_delay_us, "0");
+	CHECK_CELL(3, PB_COL_start_delay_us, "2");
+	CHECK_CELL(4, PB_COL_iterations, "3665");
 	/* 3665 messages x 8 B / 2 ms = 14.66 MB/s */
-	field(lines[4], PB_COL_bw_mbyte_s, v, sizeof(v));
-	CHECK_STR(v, "14.66");
-	field(lines[4], PB_COL_flags, v, sizeof(v));
-	CHECK_STR(v, "oversubscribed");
+	CHECK_CELL(4, PB_COL_bw_mbyte_s, "14.66");
+	CHECK_CELL(4, PB_COL_flags, "oversubscribed");
 	fclose(csv);
 }
 
@@ -485,29 +484,19 @@ static void test_target_counts(void)
 	n = read_lines(csv);
 	CHECK_EQ_INT(n, 1 + 3 * (PAIRS + 1));
 	/* pair 0: 1 us each, 1000 would reach 1 ms: capped at 800 */
-	field(lines[1], PB_COL_iterations, v, sizeof(v));
-	CHECK_STR(v, "800");
-	field(lines[1], PB_COL_flags, v, sizeof(v));
-	CHECK_STR(v, "sample_cap;oversubscribed");
+	CHECK_CELL(1, PB_COL_iterations, "800");
+	CHECK_CELL(1, PB_COL_flags, "sample_cap;oversubscribed");
 	/* pair 1: 2 us each, 500 reach the deadline */
-	field(lines[2], PB_COL_iterations, v, sizeof(v));
-	CHECK_STR(v, "500");
-	field(lines[2], PB_COL_lat_us_p50, v, sizeof(v));
-	CHECK_STR(v, "2");
+	CHECK_CELL(2, PB_COL_iterations, "500");
+	CHECK_CELL(2, PB_COL_lat_us_p50, "2");
 	/* pair 2: 3 us each, 334 reach it, but at least 400 */
-	field(lines[3], PB_COL_iterations, v, sizeof(v));
-	CHECK_STR(v, "400");
-	field(lines[3], PB_COL_flags, v, sizeof(v));
-	CHECK_STR(v, "oversubscribed");
-	field(lines[4], PB_COL_iterations, v, sizeof(v));
-	CHECK_STR(v, "1700");
-	field(lines[4], PB_COL_window_method, v, sizeof(v));
-	CHECK_STR(v, "target");
-	field(lines[4], PB_COL_window_s, v, sizeof(v));
-	CHECK_STR(v, "0.001");
+	CHECK_CELL(3, PB_COL_iterations, "400");
+	CHECK_CELL(3, PB_COL_flags, "oversubscribed");
+	CHECK_CELL(4, PB_COL_iterations, "1700");
+	CHECK_CELL(4, PB_COL_window_method, "target");
+	CHECK_CELL(4, PB_COL_window_s, "0.001");
 	/* pooled: 800 x 1, 500 x 2, 400 x 3 us: p50 (rank 850 of 1700) = 2 us */
-	field(lines[4], PB_COL_lat_us_p50, v, sizeof(v));
-	CHECK_STR(v, "2");
+	CHECK_CELL(4, PB_COL_lat_us_p50, "2");
 	fclose(csv);
 }
 
