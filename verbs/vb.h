@@ -1,14 +1,40 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * pairbench-verbs: shared types of the launcher, the connection module and
- * the per-operation test files.
+ * pairbench-verbs: the types every part shares (options, test table entry,
+ * probe result, shared mapping, worker).  Functions are declared in the
+ * header of the file that defines them.
  *
  * Process model: the launcher (no ibv_* call ever) forks one probe child that
  * queries the device, then one worker per side of every pair of this node.
- * Each worker pins itself, connects through rdma_cm and owns its context,
+ * Each worker pins itself, connects (--cm: rdma_cm or TCP) and owns its context,
  * PD, CQ, QP and MRs.  Workers meet through shm_sync (engine barrier and
  * result slots) and a small anonymous shared mapping (struct vb_shared:
  * probe result, per-worker report, loaded_lat stop flag).
+ *
+ * Layers: a file calls only files of lower levels (and core/, shm_sync/),
+ * never up or sideways, so there is no cycle (checked by comparing each
+ * object's undefined vb_* symbols with the object that defines them).  The
+ * connection methods are reached through their ops tables (struct
+ * vb_cm_ops, vb_cm.h), which only vb_conn.c reads.  Each file declares its
+ * functions in its own header (vb_X.c: vb_X.h; vb_conn.c: vb_cm.h; vb_reap.c:
+ * vb_launch.h; the operation files: vb_ops.h); everything else is static.
+ *
+ *   5  vb_main.c       options, the test table, main()
+ *   4  vb_launch.c     probe child, placement, fork, a worker's life
+ *   3  vb_reap.c       supervision of the workers (launcher)
+ *      vb_conn.c       vb_cm_connect / vb_cm_teardown: the --cm method's table
+ *   2  vb_cm.c, vb_cm_tcp.c   the connection methods (rdma_cm, TCP socket)
+ *      vb_bw.c, vb_write.c, vb_read.c, vb_send.c, vb_atomic.c   engine ops (vb_lat.h)
+ *      vb_validate.c   --validate
+ *   1  vb_qp.c         waits, ctrl channel, per-size preparation
+ *      vb_res.c        PD, CQ, MRs, QPs and their transitions (both methods)
+ *      vb_handshake.c  option hash, our header, the peer's checked (both methods)
+ *      vb_dev.c        device queries (probe child), environment record, MTUs
+ *      vb_devmap.c     which device each pair uses
+ *   0  vb_buf.c        buffer layouts
+ *      vb_hdr.c        wire format of the header and the QP info (pure)
+ *      vb_fault.c      fault injection (PAIRBENCH_FAULT)
+ *      vb_signal.c     the signal that interrupts the run; the launcher's SIGCHLD wait
  */
 #ifndef VB_H
 #define VB_H
@@ -16,11 +42,9 @@
 #include "pb_common.h"
 #include "pb_engine.h"
 #include "shm_meet.h"
-#include "vb_hdr.h"
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -97,12 +121,28 @@ struct vb_test {
 	struct vb_role load_client, load_server; /* pairs 1..N-1; ops NULL = the test has no load */
 };
 
-extern const struct vb_test vb_tests[];
-const struct vb_test *vb_test_find(const char *name);
 /* The role of the worker on side of pair. */
-const struct vb_role *vb_test_role(const struct vb_test *t, enum vb_side side, unsigned pair);
+static inline const struct vb_role *vb_test_role(const struct vb_test *t, enum vb_side side, unsigned pair)
+{
+	bool load = pair > 0 && t->load_client.ops;
+
+	if (side == VB_CLIENT)
+		return load ? &t->load_client : &t->client;
+	return load ? &t->load_server : &t->server;
+}
+
 /* MR access of that worker's data buffer. */
-int vb_test_access(const struct vb_test *t, enum vb_side side, unsigned pair, bool bidir);
+static inline int vb_test_access(const struct vb_test *t, enum vb_side side, unsigned pair, bool bidir)
+{
+	bool load = pair > 0 && t->load_client.ops;
+	const struct vb_role *c = load ? &t->load_client : &t->client;
+	const struct vb_role *s = load ? &t->load_server : &t->server;
+
+	/* Both directions at once: each side is source and target. */
+	if (bidir)
+		return c->access | s->access;
+	return side == VB_CLIENT ? c->access : s->access;
+}
 
 /* What the probe child learnt about the device (written into struct vb_shared). */
 struct vb_probe {
@@ -190,27 +230,6 @@ static inline unsigned vb_done_index(uint64_t stream)
 #define VB_WRID_RECV (~0ull - 1)
 #define VB_WRID_PEEK (~0ull - 2)
 
-/*
- * One wait of a worker (connect, completion, reply, pair sync, end of
- * stream).  Its deadline is --timeout after the last progress it saw: a long
- * healthy stream never trips it, a dead or stopped peer trips it --timeout
- * after its last sign of progress, and the message gives the time really
- * waited.  Progress is the caller's counter (progress: replies, completions,
- * receives); for a wait on the peer's own pace (VB_WATCH_PEER: pair sync,
- * the passive side of a stream) also the node group's progress counter
- * (pb_meet_ops.progress) and, across nodes, the peer's progress word read with
- * an 8-byte RDMA read every quarter of --timeout ("peek").
- */
-struct vb_watch {
-	const char *what;
-	uint64_t progress;       /* the caller's counter: moves when the awaited thing advances */
-	uint64_t mark;           /* progress at since_ns */
-	uint64_t since_ns;       /* start of the wait or its last progress */
-	uint64_t group_mark, peer_mark, next_peek_ns;
-	unsigned spins;
-	bool peer, peek_pending;
-};
-#define VB_WATCH_PEER true
 
 /* The received framed header of the peer. */
 struct vb_remote {
@@ -310,199 +329,5 @@ struct vb_worker {
 	struct vb_slots slots;    /* buffer layout of the current size (vb_buf.c) */
 	char error[256];
 };
-
-/* vb_main.c: the signal (SIGINT, SIGTERM, SIGHUP) that interrupts the run, 0 = none. */
-extern volatile sig_atomic_t vb_interrupted;
-/* Fault injection for the fault tests (PAIRBENCH_FAULT=PHASE:SIGNAL:MEMBER, docs/failure-modes.md). */
-enum vb_phase { VB_PHASE_CONNECT, VB_PHASE_FINAL };
-void vb_fault_point(const struct vb_worker *w, enum vb_phase phase);
-/* Faults without a signal (PAIRBENCH_FAULT=latecqe|latedone; vb_main.c): is f the one asked for? */
-enum vb_fault { VB_FAULT_LATE_CQE, VB_FAULT_LATE_DONE, VB_FAULT_NONE };
-bool vb_fault_on(enum vb_fault f);
-
-/*
- * vb_dev.c: run in the probe child (verbs allowed there).  Finds and queries
- * every device the run names (p->dev_names, or with p->dev_all every device
- * with an ACTIVE port -i, or the first device) into sh->dev[], sh->ndev.
- * Returns 0 or -errno with sh->probe_rc / probe_error set: -EINVAL for an
- * unknown name (the message lists the devices present), -ENODEV for none.
- */
-int vb_dev_probe(const struct vb_params *p, struct vb_shared *sh);
-/* Launcher: JSON environment record into f, opened by main() (ci: the launcher's clock
- * calibration).  Returns 0 or -errno. */
-struct pb_clock_info;
-int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
-		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci);
-/* IB MTU enum <-> bytes. */
-int vb_mtu_bytes(int mtu_enum);
-int vb_mtu_enum(uint64_t bytes);
-
-/* vb_conn.c: connect (client) or accept (server) the worker's pair with --cm. 0 or -errno, w->error set. */
-int vb_cm_connect(struct vb_worker *w);
-void vb_cm_teardown(struct vb_worker *w);
-/* Hash of the options both sides must agree on, and its per-option nibbles. */
-void vb_opts_hash(const struct vb_params *p, uint64_t *hash, uint64_t *nibbles);
-/* vb_conn.c, shared by the connection methods: */
-/* Context, PD, shared CQ, MRs and --qps QPs on verbs. 0 or -errno. */
-int vb_res_create(struct vb_worker *w, struct ibv_context *verbs);
-/* Our framed header; validate the peer's (0, -EBADMSG stranger, -EPROTO other options). */
-void vb_hdr_make(const struct vb_worker *w, uint8_t out[VB_HDR_WIRE_BYTES]);
-int vb_hdr_check(struct vb_worker *w, const uint8_t *data, size_t len);
-/* RDMA read/atomic depth this side offers (device limits, at most 16). */
-int vb_rd_atom(const struct vb_worker *w);
-/* A random first PSN (24 bits). */
-uint32_t vb_psn_random(void);
-/* Move QP i RESET -> INIT -> RTR -> RTS with w->tmpl and the peer's QP number / PSN. 0 or -errno. */
-int vb_qp_bringup(struct vb_worker *w, unsigned i, uint32_t dest_qpn, uint32_t rq_psn, uint32_t sq_psn);
-/* rdma_cm, --qps > 1: after QP 0 is connected, exchange the QP table over it and bring up the rest. */
-int vb_qps_connect_rest(struct vb_worker *w);
-/* Resolve host (NULL or "": any) and port into *sa. 0 or -EINVAL (w->error set). */
-struct sockaddr_in;
-int vb_sockaddr(struct vb_worker *w, const char *host, unsigned port, struct sockaddr_in *sa);
-/* vb_cm.c: rdma_cm; vb_cm_tcp.c: a TCP socket, QP transitions by us. 0 or -errno. */
-int vb_cm_rdma_connect(struct vb_worker *w);
-void vb_cm_rdma_disconnect(struct vb_worker *w);
-void vb_cm_rdma_teardown(struct vb_worker *w);
-int vb_cm_tcp_connect(struct vb_worker *w);
-/* Launcher: --qps against the device's limits (max_qp, max_cqe). 0 or -errno after one error line. */
-int vb_qps_check(const struct vb_params *p, const struct vb_probe *pr, unsigned members);
-
-/* vb_qp.c: waits, ctrl channel, posting helpers. */
-/* Start a wait (peer: VB_WATCH_PEER, see struct vb_watch). */
-void vb_watch_start(struct vb_worker *w, struct vb_watch *wt, const char *what, bool peer);
-/*
- * Check a wait: heartbeat, signal, group abort, progress, deadline.  0 while
- * waiting may go on; -EINTR (signal), -ECANCELED (group aborted), -ETIMEDOUT
- * (no progress for --timeout) or -EIO (the peek failed: peer gone), with
- * w->error set.
- */
-int vb_watch_check(struct vb_worker *w, struct vb_watch *wt);
-/* End a wait: reap an outstanding peek (so no stray completion reaches a stream). 0 or -errno. */
-int vb_watch_end(struct vb_worker *w, struct vb_watch *wt);
-/* Every 4096 empty spins: vb_watch_check() with what as the awaited thing. */
-static inline int vb_watch_spin(struct vb_worker *w, struct vb_watch *wt, const char *what)
-{
-	if (++wt->spins % 4096)
-		return 0;
-	wt->what = what;
-	return vb_watch_check(w, wt);
-}
-/* Record that this worker made progress (group counter, published progress word). */
-void vb_progress(struct vb_worker *w);
-int vb_wc_error(struct vb_worker *w, const struct ibv_wc *wc);
-int vb_ctrl_write(struct vb_worker *w, unsigned word, uint64_t value);
-/* RDMA-write len bytes of our ctrl page at off into the peer's at remote_off; wait for it. */
-int vb_ctrl_put(struct vb_worker *w, size_t off, size_t remote_off, uint32_t len);
-int vb_ctrl_sync(struct vb_worker *w);
-/* Post n receives on QP q. 0 or -errno. */
-int vb_post_recvs(struct vb_worker *w, unsigned q, uint32_t n);
-/* A receive completed on QP q (its wr_id): count it in *recvd and post its replacement. 0 or -errno. */
-int vb_recv_repost(struct vb_worker *w, unsigned q, uint64_t *recvd);
-
-/*
- * Post the pre-built data work request on the next QP of the round robin
- * (--qps) and advance it.  0 or -errno (w->error set).
- */
-static inline int vb_post_next(struct vb_worker *w)
-{
-	unsigned q = w->qp_cur;
-	struct ibv_send_wr *bad;
-	int rc;
-
-	if (++w->qp_cur == w->nqp) {
-		w->qp_cur = 0;
-		w->qp_round++;
-	}
-	rc = ibv_post_send(w->qps[q], &w->wr, &bad);
-	if (rc)
-		snprintf(w->error, sizeof(w->error), "ibv_post_send (QP %u of %u): %s", q, w->nqp, strerror(rc));
-	return -rc;
-}
-/* Is the next request of the round robin one to signal, with every mod-th request of a QP
- * signalled (staggered by QP index, so the signalled ones spread over the rounds)? */
-static inline bool vb_next_signalled(const struct vb_worker *w, uint64_t mod)
-{
-	return (w->qp_round + 1 + w->qp_cur) % mod == 0;
-}
-int vb_prepare_common(struct vb_worker *w, uint64_t size);
-/* The engine's error() of every test: the worker's last error text. */
-const char *vb_error(void *ctx);
-/* vb_prepare_common() as the engine's prepare() of every test. 0 or -errno. */
-int vb_prepare(void *ctx, uint64_t size);
-/* Latency loops: reap the outstanding signalled request (blocking, with deadline). 0 or -errno. */
-int vb_reap_pending(struct vb_worker *w);
-/*
- * Wait for the peer's "stream done" word (send: and every announced message).
- * Without sends the wait sleeps between looks, 20 us doubling up to
- * max_nap_ns (VB_NAP_TIMED_NS when the wait ends a timed window) and never
- * longer than 1/8 of the time waited so far: a stream of length T costs about
- * log2(T / 20 us) + 8 wake-ups and is noticed at most ~T/8 late.  0 or -errno.
- */
-int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, uint64_t max_nap_ns);
-#define VB_NAP_TIMED_NS 20000u     /* ends a measured window: no backoff */
-#define VB_NAP_PASSIVE_NS 50000000u /* untimed passive side: the pair sync waits for it */
-int vb_stream_signal(struct vb_worker *w, uint64_t count);
-void vb_flag(struct pb_timed *t, const char *flag);
-
-/* vb_bw.c: the windowed stream of the *_bw tests (the pre-built WR carries the opcode). */
-extern const struct pb_test_ops vb_bw_client, vb_bw_server;
-/* Engine ops of a side with nothing to do but wait for the peer's end of stream. */
-extern const struct pb_test_ops vb_passive_ops;
-/* Passive side of a stream: wait for the peer's end of stream (send: receive it). 0 or -errno. */
-int vb_passive(struct vb_worker *w);
-
-/* vb_lat.h: the latency harness (static inline, included by the per-operation files). */
-
-/* vb_buf.c: buffer layouts (--buffers; docs/verbs.md "Buffer layouts"). */
-/* Bytes of each of the two regions (send/source, receive/target) of a worker's data buffer. */
-uint64_t vb_buf_region(const struct vb_params *p);
-/* After the data WR of a size is built: apply the layout to it (source address, slots). */
-void vb_buf_prepare(struct vb_worker *w);
-/* Environment record: buffers (requested), buffers_recorded (rows), buffer_slots, buffer_region_bytes. */
-void vb_buf_env(FILE *f, const struct vb_params *p);
-/* Point the data WR at slot k mod n (local and remote). */
-static inline void vb_buf_slot(struct vb_worker *w, uint64_t k)
-{
-	uint64_t off = (k % w->slots.n) * w->slots.stride;
-
-	w->sge.addr = w->slots.lbase + off;
-	w->wr.wr.rdma.remote_addr = w->slots.rbase + off;
-}
-/* Point the receive WR at the next receive slot (before each ibv_post_recv). */
-/* Set the next receive's address (its slot); returns its post index. */
-uint64_t vb_buf_recv_next(struct vb_worker *w);
-/* A receive's wr_id: its post index (slot) above bit 16, the QP it was posted on below. */
-#define VB_RECV_QP(wr_id) ((unsigned)((wr_id) & 0xffffu))
-#define VB_RECV_SLOT(wr_id) ((uint64_t)(wr_id) >> 16)
-/* Address of receive number i (0-based, in completion order) in this worker's buffer. */
-uint8_t *vb_buf_recv_addr(const struct vb_worker *w, uint64_t i);
-
-/* vb_validate.c: the non-timed data check (and its corruption self-test). */
-int vb_validate_run(struct vb_worker *w, bool selftest);
-void vb_pattern_fill(uint8_t *b, uint64_t len, unsigned pair, uint64_t iter);
-int64_t vb_pattern_check(const uint8_t *b, uint64_t len, unsigned pair, uint64_t iter);
-
-/* Per-operation files: the ops of each side of their latency test. */
-extern const struct pb_test_ops vb_write_lat_client, vb_write_lat_server;
-extern const struct pb_test_ops vb_read_lat_client;
-extern const struct pb_test_ops vb_send_lat_client, vb_send_lat_server;
-extern const struct pb_test_ops vb_atomic_client;   /* the variant picks fadd or cswap */
-
-/*
- * vb_devmap.c: -d and --pair-devices (syntax only, before any device is seen).
- * Fills p->dev_names, ndev_names, dev_all, pair_dev, pair_peer_dev.  0, or
- * -EINVAL after one message naming the option and the bad part (exit 2).
- */
-int vb_devmap_parse(struct vb_params *p);
-/*
- * Which of the ndev probed devices each pair uses (pure): --pair-devices, else
- * pair i -> device i % ndev; the peer side (loopback) the same unless mapped.
- * dev_of / peer_of [pairs] receive indices into sh->dev.
- */
-void vb_devmap_assign(const struct vb_params *p, unsigned ndev, unsigned *dev_of, unsigned *peer_of);
-
-/* vb_launch.c */
-/* Run; rows to csv, the environment record to env (NULL: none). Returns the exit code. */
-int vb_launch(struct vb_params *p, FILE *csv, FILE *env);
 
 #endif

@@ -19,7 +19,7 @@
  * Tests without a layout choice (read_lat, atomic_lat: one outstanding
  * operation, nothing sent back) keep the peer layout and record no layout.
  */
-#include "vb.h"
+#include "vb_buf.h"
 
 /* Most bytes of slots per region: a window of 128 x 64 KiB; larger messages get fewer slots. */
 #define VB_SLOTS_MAX_BYTES (8ull << 20)

@@ -15,9 +15,11 @@
  * that one window.  --buffers fresh: message k goes from and to slot k mod n
  * (vb_buf.c); peer: every message uses the same addresses.
  */
-#include "vb.h"
+#include "vb_ops.h"
 
 #include "pb_clock.h"
+#include "vb_buf.h"
+#include "vb_qp.h"
 
 #include <errno.h>
 #include <string.h>
@@ -218,7 +220,7 @@ static int vb_bw_warmup(void *ctx, uint64_t size, uint64_t n)
 	return n ? vb_bw_stream(w, NULL, n, w->p->bidir) : 0;
 }
 
-int vb_passive(struct vb_worker *w)
+static int vb_passive(struct vb_worker *w)
 {
 	uint64_t count = 0, recvd = 0;
 

@@ -15,14 +15,18 @@
  * nobody listens, so start order does not matter.
  *
  * rdma_cm connects QP 0 of the pair; with --qps N > 1 the other QPs follow
- * over it (vb_qps_connect_rest in vb_conn.c) with the attributes rdma_cm gave
- * QP 0, which vb_qp_modify() keeps in w->tmpl.
+ * over it (vb_qps_connect_rest) with the attributes rdma_cm gave QP 0, which
+ * vb_qp_modify() keeps in w->tmpl.
  */
-#include "vb.h"
+#include "vb_cm.h"
 
 #include "pb_clock.h"
 #include "pb_log.h"
 #include "pb_opts.h"
+#include "vb_dev.h"
+#include "vb_handshake.h"
+#include "vb_qp.h"
+#include "vb_res.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -381,7 +385,45 @@ static int vb_cm_server(struct vb_worker *w)
 	return 0;
 }
 
-int vb_cm_rdma_connect(struct vb_worker *w)
+/* Our QP table in the ctrl page: (QP number, first PSN) of each QP, big endian. */
+static uint8_t *vb_table_out(struct vb_worker *w)
+{
+	return (uint8_t *)w->ctrl + VB_CTRL_TABLE_OFF + 8 * (size_t)w->nqp;
+}
+
+/*
+ * rdma_cm connected QP 0 only (its private data holds one header).  The
+ * other QPs: each side writes its table into the peer's ctrl page over QP 0,
+ * a pair sync, then every QP i >= 1 goes through INIT/RTR/RTS with QP 0's
+ * attributes (path, MTU, depths: rdma_cm resolved them) and the peer's QP
+ * number and PSN of entry i.
+ */
+static int vb_qps_connect_rest(struct vb_worker *w)
+{
+	uint8_t *out = vb_table_out(w), *in = (uint8_t *)w->ctrl + VB_CTRL_TABLE_OFF;
+	int rc;
+
+	for (unsigned i = 0; i < w->nqp; i++) {
+		uint32_t v[2] = { htobe32(w->qps[i]->qp_num), htobe32(vb_psn_random()) };
+
+		memcpy(out + 8 * i, v, 8);
+	}
+	if ((rc = vb_ctrl_put(w, VB_CTRL_TABLE_OFF + 8 * (size_t)w->nqp, VB_CTRL_TABLE_OFF, 8 * w->nqp)) ||
+	    (rc = vb_ctrl_sync(w)))
+		return rc;
+	for (unsigned i = 1; i < w->nqp; i++) {
+		uint32_t theirs[2], mine[2];
+
+		memcpy(theirs, in + 8 * i, 8);
+		memcpy(mine, out + 8 * i, 8);
+		if ((rc = vb_qp_bringup(w, i, be32toh(theirs[0]), be32toh(theirs[1]), be32toh(mine[1]))))
+			return rc;
+	}
+	/* Nobody sends on a QP before the peer's side of it is ready to receive. */
+	return vb_ctrl_sync(w);
+}
+
+static int vb_cm_rdma_connect(struct vb_worker *w)
 {
 	int rc = vb_cm_channel(w);
 
@@ -395,13 +437,13 @@ int vb_cm_rdma_connect(struct vb_worker *w)
 	return rc;
 }
 
-void vb_cm_rdma_disconnect(struct vb_worker *w)
+static void vb_cm_rdma_disconnect(struct vb_worker *w)
 {
 	if (w->id && w->qp)
 		rdma_disconnect(w->id);
 }
 
-void vb_cm_rdma_teardown(struct vb_worker *w)
+static void vb_cm_rdma_close(struct vb_worker *w)
 {
 	if (w->id)
 		rdma_destroy_id(w->id);
@@ -412,3 +454,9 @@ void vb_cm_rdma_teardown(struct vb_worker *w)
 	w->id = w->listen_id = NULL;
 	w->ch = NULL;
 }
+
+const struct vb_cm_ops vb_cm_rdma_ops = {
+	.connect = vb_cm_rdma_connect,
+	.disconnect = vb_cm_rdma_disconnect,
+	.close = vb_cm_rdma_close,
+};

@@ -20,10 +20,14 @@
  * a vb_watch (signals, group abort, heartbeat, deadline reset by progress).
  */
 #define _GNU_SOURCE  /* accept4 */
-#include "vb.h"
+#include "vb_cm.h"
 
 #include "pb_clock.h"
 #include "pb_log.h"
+#include "vb_dev.h"
+#include "vb_handshake.h"
+#include "vb_qp.h"
+#include "vb_res.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -522,7 +526,7 @@ out:
 	return rc;
 }
 
-int vb_cm_tcp_connect(struct vb_worker *w)
+static int vb_cm_tcp_connect(struct vb_worker *w)
 {
 	struct vb_qpinfo mqi;
 	uint8_t *hello = NULL;
@@ -534,3 +538,6 @@ int vb_cm_tcp_connect(struct vb_worker *w)
 	free(hello);
 	return rc;
 }
+
+/* Nothing outlives the connection but the verbs resources (vb_res_destroy). */
+const struct vb_cm_ops vb_cm_tcp_ops = { .connect = vb_cm_tcp_connect };

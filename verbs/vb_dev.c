@@ -7,11 +7,12 @@
  * vb_dev_probe() runs in a short-lived probe child of the launcher (the
  * launcher itself never calls ibv_*, so forked workers start clean).
  */
-#include "vb.h"
+#include "vb_dev.h"
 
 #include "pb_clock.h"
 #include "pb_env.h"
 #include "pb_flags.h"
+#include "vb_buf.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -4,7 +4,7 @@
  * which pair uses which (--pair-devices PAIR:DEV[:PEERDEV],... or round-robin).
  * Parsing checks syntax only; the probe child checks that the names exist.
  */
-#include "vb.h"
+#include "vb_devmap.h"
 
 #include "pb_log.h"
 

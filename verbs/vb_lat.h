@@ -24,7 +24,9 @@
 #ifndef VB_LAT_H
 #define VB_LAT_H
 
-#include "vb.h"
+#include "vb_buf.h"
+#include "vb_ops.h"
+#include "vb_qp.h"
 
 #include "pb_clock.h"
 #include "pb_hist.h"

@@ -14,6 +14,14 @@
 #include "pb_flags.h"
 #include "pb_log.h"
 #include "pb_run.h"
+#include "vb_cm.h"
+#include "vb_dev.h"
+#include "vb_devmap.h"
+#include "vb_fault.h"
+#include "vb_qp.h"
+#include "vb_res.h"
+#include "vb_signal.h"
+#include "vb_validate.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -25,66 +33,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static void vb_on_signal(int sig)
-{
-	vb_interrupted = sig;
-}
-
-/*
- * SIGINT, SIGTERM, SIGHUP: record the signal; every wait of a worker returns
- * "interrupted by SIG..." at its next check.  The launcher forwards the
- * signal to its workers (timeout(1), schedulers and kill PID signal only the
- * main process).  SIGPIPE is ignored: a closed CSV pipe is a write error
- * that the leader reports, not a silent death.
- */
-static void vb_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = vb_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-}
-
-const char *vb_sig_name(int sig)
-{
-	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
-}
-
-/*
- * The launcher sleeps until a child changes state, a signal arrives or max_ms
- * passes: SIGCHLD is blocked in the launcher (vb_block_sigchld) and taken with
- * sigtimedwait, so an idle launcher does not wake up while the workers measure
- * (a 5 ms poll used to wake it 200 times a second, on a core of the node
- * under test).
- */
-static sigset_t vb_sigchld_set, vb_saved_mask;
-
-static void vb_block_sigchld(void)
-{
-	sigemptyset(&vb_sigchld_set);
-	sigaddset(&vb_sigchld_set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &vb_sigchld_set, &vb_saved_mask);
-}
-
-/* In a forked child: the signal mask the launcher started with. */
-static void vb_child_restore_mask(void)
-{
-	sigprocmask(SIG_SETMASK, &vb_saved_mask, NULL);
-}
-
-void vb_wait_child_event(long max_ms)
-{
-	struct timespec ts = { max_ms / 1000, (max_ms % 1000) * 1000000L };
-
-	sigtimedwait(&vb_sigchld_set, NULL, &ts); /* EAGAIN / EINTR: the caller re-checks */
-}
 
 /*
  * Probe the device in a child process; the launcher stays free of ibv_* calls.
@@ -389,7 +337,7 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 }
 
 /* The engine's parameters of this run (workers, and the launcher's rows of what is left). */
-struct pb_engine_params vb_engine_params(const struct vb_launch *L)
+static struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 {
 	const struct vb_params *p = L->p;
 	struct pb_engine_params ep;
@@ -413,16 +361,11 @@ struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 	return ep;
 }
 
-const char *vb_output_name(const struct vb_params *p)
-{
-	return p->c.output ? p->c.output : "stdout";
-}
-
 static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 {
 	const struct vb_params *p = L->p;
 	const struct vb_worker_report *rep = &L->sh->w[w->member];
-	struct pb_engine_params ep = vb_engine_params(L);
+	struct pb_engine_params ep = L->ep;
 	struct pb_engine_role role = {
 		.measuring = w->measuring, .leader = w->member == 0 && w->side == VB_CLIENT,
 		.pair_id = w->pair, .cpu = rep->cpu, .numa_node = rep->numa_node, .host = w->host,
@@ -454,7 +397,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 	const char *side;
 	int rc;
 
-	vb_signals();
+	vb_signals_install();
 	rc = vb_worker_init(L, member, &w);
 	side = w.side == VB_CLIENT ? "client" : "server";
 	if (!rc) {
@@ -542,7 +485,7 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 
 	pb_window_plan(&p->c, &p->test_desc->info, true, &w);
 	L.max_samples = w.method == PB_WM_WINDOW ? 1 : w.iterations;
-	vb_signals();
+	vb_signals_install();
 	vb_block_sigchld();
 	L.sh = mmap(NULL, sizeof(*L.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (L.sh == MAP_FAILED) {
@@ -553,6 +496,7 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 	if ((rc = vb_probe(&L)) || (rc = vb_check_devices(&L)) || (rc = vb_plan(&L)))
 		goto out;
 	vb_labels(&L);
+	L.ep = vb_engine_params(&L);
 	/* Before the workers exist, so the calibration competes with nothing. */
 	if ((rc = pb_run_clock(&p->c, &L.clock)))
 		goto out;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The launcher's state, shared by vb_launch.c (probe, placement, fork) and
- * vb_reap.c (supervision of the workers: reaping, watchdog, signals, the
- * rows of what is left).  Internal to pairbench-verbs.
+ * vb_launch(), called by main(); the launcher's state, shared by vb_launch.c
+ * (probe, placement, fork) and vb_reap.c (supervision of the workers:
+ * reaping, watchdog, signals, the rows of what is left).
  */
 #ifndef VB_LAUNCH_H
 #define VB_LAUNCH_H
@@ -35,16 +35,19 @@ struct vb_launch {
 	char why[400];           /* why the run stopped early (rows of what is left) */
 	char flags[96];          /* flags of every row (pb_flags_run over the devices used) */
 	double judged_gbit_s[VB_MAX_DEVS]; /* per device: rate link_pct is judged against; 0 = none */
+	/* The engine's parameters of this run (workers, and the launcher's rows of what is
+	 * left); set once devices, flags and labels are known, before any worker exists. */
+	struct pb_engine_params ep;
 };
 
-/* vb_launch.c */
-const char *vb_sig_name(int sig);
-/* Sleep until a child changes state, a signal arrives or max_ms passed. */
-void vb_wait_child_event(long max_ms);
-/* The engine's parameters of this run. */
-struct pb_engine_params vb_engine_params(const struct vb_launch *L);
+/* vb_launch.c: run; rows to csv, the environment record to env (NULL: none). Returns the exit code. */
+int vb_launch(struct vb_params *p, FILE *csv, FILE *env);
+
 /* --output's name for messages ("stdout" without -o). */
-const char *vb_output_name(const struct vb_params *p);
+static inline const char *vb_output_name(const struct vb_params *p)
+{
+	return p->c.output ? p->c.output : "stdout";
+}
 
 /* vb_reap.c */
 /*

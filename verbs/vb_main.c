@@ -9,6 +9,11 @@
 #include "pb_log.h"
 #include "pb_opts.h"
 #include "pb_window.h"
+#include "vb_dev.h"
+#include "vb_devmap.h"
+#include "vb_hdr.h"
+#include "vb_launch.h"
+#include "vb_ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,60 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* The signal that interrupts the run (set by the handler; a handler cannot reach a context struct). */
-volatile sig_atomic_t vb_interrupted;
-
-/*
- * Fault injection for the fault suite: PAIRBENCH_FAULT=PHASE:SIG:MEMBER
- * makes worker MEMBER send itself SIGSTOP or SIGKILL when it reaches PHASE
- * (connect: before connecting; final: before the final pair sync), so
- * phases too short to hit from outside are tested with a real signal.
- */
-void vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
-{
-	static const char *const names[] = { "connect", "final" };
-	const char *f = getenv("PAIRBENCH_FAULT");
-	char ph[16], sig[8];
-	unsigned member;
-
-	if (!f || sscanf(f, "%15[a-z]:%7[A-Z]:%u", ph, sig, &member) != 3 || member != w->member ||
-	    strcmp(ph, names[phase]))
-		return;
-	pb_log_info("fault injection: worker of pair %u raises SIG%s at %s", w->pair, sig, ph);
-	raise(!strcmp(sig, "KILL") ? SIGKILL : SIGSTOP);
-}
-
-/*
- * Faults without a signal, PAIRBENCH_FAULT=NAME: orderings a loaded machine
- * produces now and then, made certain for the tests (docs/failure-modes.md).
- *   latecqe   every ctrl write of a server (pair sync, end of stream; not the
- *             final sync) is posted unsignalled and, 2 ms later, followed by a
- *             signalled empty write, whose completion is the one reaped: the
- *             peer sees our word land and sends its next message in those 2 ms,
- *             so its receive completion precedes ours in the CQ
- *   latedone  a server sleeps 300 ms before its first look at the end of a
- *             stream: across nodes the client then ends its next stream too
- */
-bool vb_fault_on(enum vb_fault f)
-{
-	static const char *const names[] = { "latecqe", "latedone" };
-	static const char *const what[] = { "ctrl write completions come 2 ms late",
-					    "servers look at the end of a stream 300 ms late" };
-	static int on = -1;
-
-	if (on < 0) {
-		const char *e = getenv("PAIRBENCH_FAULT");
-
-		on = (int)VB_FAULT_NONE;
-		for (int i = 0; e && i < (int)VB_FAULT_NONE; i++)
-			if (!strcmp(e, names[i])) {
-				on = i;
-				pb_log_warn("fault injection: PAIRBENCH_FAULT=%s: %s", names[i], what[i]);
-			}
-	}
-	return on == (int)f;
-}
 
 static const char *const vb_atomic_variants[] = { "fadd", "cswap", NULL };
 
@@ -88,7 +39,7 @@ static const char *const vb_atomic_variants[] = { "fadd", "cswap", NULL };
 	.label = lbl, .kind = PB_TK_BANDWIDTH, .primary_metric = "bw_gbit_s", .bidir = true,     \
 	.payload = true, .window = true, .buffers = true, .min_pairs = 1, __VA_ARGS__
 
-const struct vb_test vb_tests[] = {
+static const struct vb_test vb_tests[] = {
 	{ .info = { .name = "write_lat", .summary = "RDMA write ping-pong latency (half round trip)",
 		    VB_LAT("RDMA write latency", "half_rtt", .buffers = true, .access_client = "local_write,remote_write",
 			   .access_server = "local_write,remote_write") },
@@ -141,33 +92,12 @@ const struct vb_test vb_tests[] = {
 	{ .info = { .name = NULL } },
 };
 
-const struct vb_test *vb_test_find(const char *name)
+static const struct vb_test *vb_test_find(const char *name)
 {
 	for (const struct vb_test *t = vb_tests; t->info.name; t++)
 		if (name && !strcmp(t->info.name, name))
 			return t;
 	return NULL;
-}
-
-const struct vb_role *vb_test_role(const struct vb_test *t, enum vb_side side, unsigned pair)
-{
-	bool load = pair > 0 && t->load_client.ops;
-
-	if (side == VB_CLIENT)
-		return load ? &t->load_client : &t->client;
-	return load ? &t->load_server : &t->server;
-}
-
-int vb_test_access(const struct vb_test *t, enum vb_side side, unsigned pair, bool bidir)
-{
-	bool load = pair > 0 && t->load_client.ops;
-	const struct vb_role *c = load ? &t->load_client : &t->client;
-	const struct vb_role *s = load ? &t->load_server : &t->server;
-
-	/* Both directions at once: each side is source and target. */
-	if (bidir)
-		return c->access | s->access;
-	return side == VB_CLIENT ? c->access : s->access;
 }
 
 static const char *const vb_cm_names[] = { "rdma_cm", "tcp", NULL };

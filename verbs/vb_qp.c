@@ -5,10 +5,13 @@
  * peer's ctrl words: a pair-level barrier and the "stream done" word), and
  * the per-size preparation of the pre-built work request.
  */
-#include "vb.h"
+#include "vb_qp.h"
 
 #include "pb_clock.h"
 #include "pb_log.h"
+#include "vb_buf.h"
+#include "vb_fault.h"
+#include "vb_signal.h"
 
 #include <errno.h>
 #include <string.h>
@@ -34,11 +37,6 @@ void vb_watch_start(struct vb_worker *w, struct vb_watch *wt, const char *what, 
 	wt->peer_mark = w->ctrl ? w->ctrl->in[1] : 0;
 	/* Across nodes the first peek goes out after a quarter of --timeout without progress. */
 	wt->next_peek_ns = wt->since_ns + w->timeout_ns / 4;
-}
-
-static const char *vb_signame(int sig)
-{
-	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
 }
 
 /* Post an 8-byte RDMA read of the peer's progress word into ctrl->in[1]. 0 or -errno. */
@@ -122,7 +120,7 @@ int vb_watch_check(struct vb_worker *w, struct vb_watch *wt)
 
 	atomic_fetch_add_explicit(&w->shared->w[w->member].beat, 1, memory_order_relaxed);
 	if (sig) {
-		snprintf(w->error, sizeof(w->error), "interrupted by %s while waiting for %s", vb_signame(sig), wt->what);
+		snprintf(w->error, sizeof(w->error), "interrupted by %s while waiting for %s", vb_sig_name(sig), wt->what);
 		return -EINTR;
 	}
 	if (shm_meet_ops.aborted(&w->meet, why, sizeof(why))) {

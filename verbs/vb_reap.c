@@ -9,6 +9,7 @@
 #include "vb_launch.h"
 
 #include "pb_log.h"
+#include "vb_signal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -198,7 +199,7 @@ int vb_reap(struct vb_launch *L)
 void vb_complete_rows(struct vb_launch *L)
 {
 	const struct vb_params *p = L->p;
-	struct pb_engine_params ep = vb_engine_params(L);
+	struct pb_engine_params ep = L->ep;
 	unsigned want = 1 + (unsigned)p->c.sizes.n * (p->pairs + 1), have = L->sh->csv_progress;
 	struct pb_sink sink = { .csv = L->csv };
 	char host[64] = "", why[500];

@@ -19,9 +19,11 @@
  * before checking; the run passes only when the check reports exactly
  * that byte, proving the check can fail.
  */
-#include "vb.h"
+#include "vb_validate.h"
 
 #include "pb_log.h"
+#include "vb_buf.h"
+#include "vb_qp.h"
 
 #include <errno.h>
 #include <string.h>
