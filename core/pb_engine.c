@@ -349,119 +349,207 @@ static int pb_engine_lat_stats(const struct pb_timed *t, bool hist, struct pb_en
 	return 0;
 }
 
-static int pb_engine_one(const struct pb_engine_params *p, const struct pb_engine_role *role,
-			 const struct pb_meet_ops *meet, void *mctx, const struct pb_test_ops *test,
-			 void *tctx, uint64_t size, struct pb_engine_bufs *b, struct pb_sink *sink,
-			 char *why, size_t whylen)
+/* One point (message size) of the run: what its steps share. */
+struct pb_engine_ctx {
+	const struct pb_engine_params *p;
+	const struct pb_engine_role *role;
+	const struct pb_meet_ops *meet;
+	void *mctx;
+	const struct pb_test_ops *test;
+	void *tctx;
+	struct pb_engine_bufs *b;
+	struct pb_sink *sink;
+	bool hist;               /* window method with a histogram instead of samples */
+	uint64_t size;           /* the point's message size */
+	char why[512];           /* why the run stops (the first failure), for the abort and the rows */
+};
+
+/* Protocol: prepare and warm up (untimed), then the start barrier.  0 or -errno, t->error set. */
+static int pb_engine_start(const struct pb_engine_ctx *c, struct pb_timed *t, uint64_t *release_ns)
 {
-	bool hist = p->method == PB_WM_WINDOW && p->histogram;
-	struct pb_timed t = { .msg_size_bytes = size, .iterations = p->iterations };
-	struct pb_pair_result mine;
-	uint64_t release_ns = 0;
-	int rc = 0, crc;
+	const struct pb_test_ops *test = c->test;
+	int rc = 0;
 
 	if (test->prepare)
-		rc = test->prepare(tctx, size);
+		rc = test->prepare(c->tctx, c->size);
 	if (!rc && test->warmup)
-		rc = test->warmup(tctx, size, p->warmup);
+		rc = test->warmup(c->tctx, c->size, c->p->warmup);
 	if (rc)
-		snprintf(t.error, sizeof(t.error), "set-up/warm-up at %llu B failed: %s",
-			 (unsigned long long)size,
-			 test->error && test->error(tctx)[0] ? test->error(tctx) : strerror(-rc));
+		snprintf(t->error, sizeof(t->error), "set-up/warm-up at %llu B failed: %s",
+			 (unsigned long long)c->size,
+			 test->error && test->error(c->tctx)[0] ? test->error(c->tctx) : strerror(-rc));
 	if (!rc) {
-		rc = meet->barrier(mctx, &release_ns);
+		rc = c->meet->barrier(c->mctx, release_ns);
 		if (rc)
-			snprintf(t.error, sizeof(t.error), "start barrier at %llu B failed: %s",
-				 (unsigned long long)size, strerror(-rc));
+			snprintf(t->error, sizeof(t->error), "start barrier at %llu B failed: %s",
+				 (unsigned long long)c->size, strerror(-rc));
 	}
-	if (!rc) {
-		/* One deadline for every pair of the node: the barrier's release + the window. */
-		if (p->method != PB_WM_COUNT)
-			t.end_by_ns = release_ns + (uint64_t)(p->duration_s * 1e9);
-		if (hist) {
-			pb_hist_init(b->hist);
-			t.hist = b->hist;
-		} else {
-			t.samples_ns = b->samples_ns;
-			t.min_iterations = p->method == PB_WM_TARGET ? p->min_iterations : 0;
-			t.block = p->block_timed;
-		}
-		rc = test->timed(tctx, &t);
-		if (rc && !t.error[0] && test->error)
-			snprintf(t.error, sizeof(t.error), "%s", test->error(tctx));
-		if (!rc && t.has_lat && p->method == PB_WM_TARGET && t.done >= p->iterations)
-			pb_flags_merge(t.flags, sizeof(t.flags), "sample_cap");
-	}
-	if (!rc && test->finish)
-		rc = test->finish(tctx, size);
-	pb_engine_fill_result(p, role, &t, release_ns, rc, &mine);
-	if (!rc && t.has_lat && role->measuring)
-		rc = pb_engine_lat_stats(&t, hist, b, &mine);
-	if (rc) {
-		if (!mine.status)
-			pb_result_fail(&mine, rc, "latency statistics failed: %s", strerror(-rc));
-		snprintf(why, whylen, "pair %u at %llu B: %s", role->pair_id,
-			 (unsigned long long)size, mine.error);
-	}
-	/* Publish before failing: the leader, woken by the abort, then finds our reason. */
-	if (role->measuring) {
-		bool samples = mine.has_lat && !hist && !t.block;
+	return rc;
+}
 
-		crc = meet->publish(mctx, &mine, samples ? b->samples_us : NULL, samples ? t.done : 0,
-				    mine.has_lat && hist ? b->hist : NULL);
+/* Protocol: the timed block, released by the barrier at release_ns.  0 or -errno, t->error set. */
+static int pb_engine_timed(const struct pb_engine_ctx *c, struct pb_timed *t, uint64_t release_ns)
+{
+	const struct pb_engine_params *p = c->p;
+	int rc;
+
+	/* One deadline for every pair of the node: the barrier's release + the window. */
+	if (p->method != PB_WM_COUNT)
+		t->end_by_ns = release_ns + (uint64_t)(p->duration_s * 1e9);
+	if (c->hist) {
+		pb_hist_init(c->b->hist);
+		t->hist = c->b->hist;
+	} else {
+		t->samples_ns = c->b->samples_ns;
+		t->min_iterations = p->method == PB_WM_TARGET ? p->min_iterations : 0;
+		t->block = p->block_timed;
+	}
+	rc = c->test->timed(c->tctx, t);
+	if (rc && !t->error[0] && c->test->error)
+		snprintf(t->error, sizeof(t->error), "%s", c->test->error(c->tctx));
+	if (!rc && t->has_lat && p->method == PB_WM_TARGET && t->done >= p->iterations)
+		pb_flags_merge(t->flags, sizeof(t->flags), "sample_cap");
+	return rc;
+}
+
+/* Protocol of one point: start, timed block, finish.  0 or -errno (t->error set where known). */
+static int pb_engine_measure(const struct pb_engine_ctx *c, struct pb_timed *t, uint64_t *release_ns)
+{
+	int rc = pb_engine_start(c, t, release_ns);
+
+	if (!rc)
+		rc = pb_engine_timed(c, t, *release_ns);
+	if (!rc && c->test->finish)
+		rc = c->test->finish(c->tctx, c->size);
+	return rc;
+}
+
+/*
+ * Statistics: this process's result of the point (rc: the protocol's), with
+ * its latency statistics when it measures.  Returns rc or the statistics'
+ * failure; on failure mine->error and c->why say why.
+ */
+static int pb_engine_result(struct pb_engine_ctx *c, const struct pb_timed *t, uint64_t release_ns, int rc,
+			    struct pb_pair_result *mine)
+{
+	pb_engine_fill_result(c->p, c->role, t, release_ns, rc, mine);
+	if (!rc && t->has_lat && c->role->measuring)
+		rc = pb_engine_lat_stats(t, c->hist, c->b, mine);
+	if (rc) {
+		if (!mine->status)
+			pb_result_fail(mine, rc, "latency statistics failed: %s", strerror(-rc));
+		snprintf(c->why, sizeof(c->why), "pair %u at %llu B: %s", c->role->pair_id,
+			 (unsigned long long)c->size, mine->error);
+	}
+	return rc;
+}
+
+/* Publish our result (measuring processes), then fail the run if rc.  Returns rc or publish's failure. */
+static int pb_engine_publish(struct pb_engine_ctx *c, const struct pb_timed *t, const struct pb_pair_result *mine,
+			     int rc)
+{
+	/* Publish before failing: the leader, woken by the abort, then finds our reason. */
+	if (c->role->measuring) {
+		bool samples = mine->has_lat && !c->hist && !t->block;
+		int crc = c->meet->publish(c->mctx, mine, samples ? c->b->samples_us : NULL, samples ? t->done : 0,
+					   mine->has_lat && c->hist ? c->b->hist : NULL);
+
 		if (crc && !rc)
 			rc = crc;
 	}
 	if (rc)
-		meet->fail(mctx, why);
-	double *pooled = NULL;
-	size_t n_pooled = 0;
+		c->meet->fail(c->mctx, c->why);
+	return rc;
+}
 
-	pb_hist_init(b->merged);
-	crc = meet->collect(mctx, b->res, p->pairs, &pooled, &n_pooled, b->merged);
-	if (crc && !rc) {
-		rc = crc;
-		snprintf(why, whylen, "collecting results at %llu B failed: %s",
-			 (unsigned long long)size, strerror(-crc));
+/* Leader: the point's rows in b->rows (pairs, aggregate, device aggregates); their count. */
+static unsigned pb_engine_point_rows(const struct pb_engine_ctx *c, const struct pb_point_desc *pt,
+				     double *pooled, size_t n_pooled)
+{
+	const struct pb_engine_params *p = c->p;
+	struct pb_engine_bufs *b = c->b;
+	unsigned nrows;
+
+	if (c->hist && b->merged->count && !n_pooled) {
+		/* Aggregate from the merged histogram: hand it over as one "pair". */
+		nrows = pb_engine_rows(p, pt, b, NULL, 0);
+		struct pb_stats st;
+
+		if (pb_hist_stats(b->merged, &st) == 0 && !strcmp(b->rows[p->pairs].cell[PB_COL_status], "ok")) {
+			pb_stats_scale(&st, 1e-3);
+			pb_row_set_lat_stats(&b->rows[p->pairs], &st);
+			pb_row_add_flag(&b->rows[p->pairs], "histogram");
+		}
+	} else {
+		nrows = pb_engine_rows(p, pt, b, pooled, n_pooled);
 	}
-	if (role->leader) {
-		struct pb_point_desc pt;
+	pb_engine_flag_rows(p, b->rows, nrows);
+	return nrows;
+}
 
+/*
+ * Leader, every result collected: write the point's rows and the node
+ * aggregates.  Returns rc, -EIO (rows not written), the node rows' failure,
+ * or, rc being 0, the first failed pair's status (c->why says which).
+ */
+static int pb_engine_leader_rows(struct pb_engine_ctx *c, double *pooled, size_t n_pooled, int rc)
+{
+	const struct pb_engine_params *p = c->p;
+	struct pb_point_desc pt;
+	unsigned nrows;
+	int crc;
+
+	pb_engine_point(p, c->size, &pt);
+	nrows = pb_engine_point_rows(c, &pt, pooled, n_pooled);
+	if (pb_sink_write(c->sink, c->b->rows, nrows))
+		return -EIO;
+	if (p->node_aggregates) {
+		crc = pb_engine_node_rows(p, c->meet, c->mctx, &pt, c->b->res, c->sink);
 		if (crc)
-			return pb_engine_error_rows(p, size, role, why, b, sink) ? -EIO : rc;
-		pb_engine_point(p, size, &pt);
-		unsigned nrows;
-
-		if (hist && b->merged->count && !n_pooled) {
-			/* Aggregate from the merged histogram: hand it over as one "pair". */
-			nrows = pb_engine_rows(p, &pt, b, NULL, 0);
-			struct pb_stats st;
-
-			if (pb_hist_stats(b->merged, &st) == 0 && !strcmp(b->rows[p->pairs].cell[PB_COL_status], "ok")) {
-				pb_stats_scale(&st, 1e-3);
-				pb_row_set_lat_stats(&b->rows[p->pairs], &st);
-				pb_row_add_flag(&b->rows[p->pairs], "histogram");
-			}
-		} else {
-			nrows = pb_engine_rows(p, &pt, b, pooled, n_pooled);
-		}
-		pb_engine_flag_rows(p, b->rows, nrows);
-		if (pb_sink_write(sink, b->rows, nrows))
-			return -EIO;
-		if (p->node_aggregates) {
-			crc = pb_engine_node_rows(p, meet, mctx, &pt, b->res, sink);
-			if (crc)
-				return crc;
-		}
-		for (unsigned i = 0; !rc && i < p->pairs; i++) {
-			if (b->res[i].status) {
-				rc = b->res[i].status;
-				snprintf(why, whylen, "pair %u at %llu B: %s", i, (unsigned long long)size,
-					 b->res[i].error);
-			}
+			return crc;
+	}
+	for (unsigned i = 0; !rc && i < p->pairs; i++) {
+		if (c->b->res[i].status) {
+			rc = c->b->res[i].status;
+			snprintf(c->why, sizeof(c->why), "pair %u at %llu B: %s", i, (unsigned long long)c->size,
+				 c->b->res[i].error);
 		}
 	}
 	return rc;
+}
+
+/* Every process: collect the pairs' results; the leader writes the rows (error rows when collect failed). */
+static int pb_engine_collect(struct pb_engine_ctx *c, int rc)
+{
+	double *pooled = NULL;
+	size_t n_pooled = 0;
+	int crc;
+
+	pb_hist_init(c->b->merged);
+	crc = c->meet->collect(c->mctx, c->b->res, c->p->pairs, &pooled, &n_pooled, c->b->merged);
+	if (crc && !rc) {
+		rc = crc;
+		snprintf(c->why, sizeof(c->why), "collecting results at %llu B failed: %s",
+			 (unsigned long long)c->size, strerror(-crc));
+	}
+	if (!c->role->leader)
+		return rc;
+	if (crc)
+		return pb_engine_error_rows(c->p, c->size, c->role, c->why, c->b, c->sink) ? -EIO : rc;
+	return pb_engine_leader_rows(c, pooled, n_pooled, rc);
+}
+
+/* One point: protocol, statistics, publish, collect and (leader) rows.  0 or -errno, c->why set. */
+static int pb_engine_one(struct pb_engine_ctx *c)
+{
+	struct pb_timed t = { .msg_size_bytes = c->size, .iterations = c->p->iterations };
+	struct pb_pair_result mine;
+	uint64_t release_ns = 0;
+	int rc = pb_engine_measure(c, &t, &release_ns);
+
+	rc = pb_engine_result(c, &t, release_ns, rc, &mine);
+	rc = pb_engine_publish(c, &t, &mine, rc);
+	return pb_engine_collect(c, rc);
 }
 
 int pb_engine_rest_rows(const struct pb_engine_params *p, const char *host, unsigned progress,
@@ -525,8 +613,11 @@ int pb_engine_run(const struct pb_engine_params *p, const struct pb_engine_role 
 		  void *tctx, struct pb_sink *sink)
 {
 	struct pb_engine_bufs b = { 0 };
+	struct pb_engine_ctx c = {
+		.p = p, .role = role, .meet = meet, .mctx = mctx, .test = test, .tctx = tctx, .b = &b,
+		.sink = sink, .hist = p->method == PB_WM_WINDOW && p->histogram,
+	};
 	uint64_t nsamp = p->method == PB_WM_WINDOW ? 1 : p->iterations;
-	char why[512] = "";
 	int rc = 0;
 	size_t i;
 
@@ -551,13 +642,14 @@ int pb_engine_run(const struct pb_engine_params *p, const struct pb_engine_role 
 		pb_log_error("cannot allocate buffers for %llu samples", (unsigned long long)nsamp);
 		return -ENOMEM;
 	}
-	for (i = 0; i < p->n_sizes && !rc; i++)
-		rc = pb_engine_one(p, role, meet, mctx, test, tctx, p->sizes[i], &b, sink, why,
-				   sizeof(why));
+	for (i = 0; i < p->n_sizes && !rc; i++) {
+		c.size = p->sizes[i];
+		rc = pb_engine_one(&c);
+	}
 	if (rc && role->leader) {
 		char notrun[600];
 
-		snprintf(notrun, sizeof(notrun), "not run: earlier failure (%s)", why);
+		snprintf(notrun, sizeof(notrun), "not run: earlier failure (%s)", c.why);
 		for (; i < p->n_sizes; i++)
 			pb_engine_error_rows(p, p->sizes[i], role, notrun, &b, sink);
 	}
