@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# The test table as ctest sees it: scripts/pairbench/test_tables.json is the snapshot of
+# The test table as ctest sees it: scripts/pairbench/contract/test_tables.json is the snapshot of
 # the executables' `--list-tests --format json` (scripts/gen-test-tables writes it;
 # tests/python/test_testtable.py fails when it is stale).  The per-test ctest entries are
 # generated from it, so a test added to a C descriptor table is tested without editing a
 # CMakeLists.txt: a test is defined once, in one table.
-set(PB_TEST_TABLES ${PROJECT_SOURCE_DIR}/scripts/pairbench/test_tables.json)
+set(PB_TEST_TABLES ${PROJECT_SOURCE_DIR}/scripts/pairbench/contract/test_tables.json)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PB_TEST_TABLES})
 file(READ ${PB_TEST_TABLES} PB_TEST_TABLES_JSON)
 

@@ -35,11 +35,11 @@ REPO = HERE.parents[1]
 if str(REPO / "scripts") not in sys.path:
     sys.path.insert(0, str(REPO / "scripts"))
 
-from pairbench.analysis import METRICS, POINT_KEY, aggregate_rows  # noqa: E402
-from pairbench.compare import DEFAULT_METRICS, Thresholds  # noqa: E402
-from pairbench.noise import noise_frame  # noqa: E402
-from pairbench.schema import load_run  # noqa: E402
-from pairbench.verdict import (  # noqa: E402
+from pairbench.analysis.frames import METRICS, POINT_KEY, aggregate_rows  # noqa: E402
+from pairbench.analysis.compare import DEFAULT_METRICS, Thresholds  # noqa: E402
+from pairbench.analysis.noise import noise_frame  # noqa: E402
+from pairbench.analysis.load import load_run  # noqa: E402
+from pairbench.analysis.verdict import (  # noqa: E402
     GATE_NO_REGRESSION,
     IMPROVEMENT,
     MIN_REPS,
@@ -277,8 +277,8 @@ def simulate_auto(cv: float, trials: int, seed: int, points: int = 24, base_reps
     is planted in NEW's point 0. The final comparison's claims and gate, beside a fixed
     max_reps-repetition NEW (no looks): the price of looking after every round. Each look
     decides at autoreps.look_alpha (alpha / looks), or at alpha with `naive`."""
-    from pairbench.autoreps import look_alpha
-    from pairbench.verdict import GATE_INCONCLUSIVE
+    from pairbench.analysis.decide import look_alpha
+    from pairbench.analysis.verdict import GATE_INCONCLUSIVE
 
     rng = np.random.default_rng(seed)
     sigma = math.sqrt(math.log1p(cv * cv))

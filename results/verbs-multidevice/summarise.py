@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pairbench.analysis import jain
+from pairbench.analysis.frames import jain
 
 here = Path(__file__).resolve().parent
 frames = []

@@ -8,14 +8,11 @@ VM, where importing pandas or matplotlib alone would cost about a minute.
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
-import os
 import sys
-from collections.abc import Callable
 
 from pairbench import __version__
-from pairbench.errors import UsageError, one_line
+from pairbench.errors import call, fail, one_line
 
 SUBCOMMANDS = {
     "sweep": ("sweep", "run_sweep", "run sizes x pairs x tests into a new run directory"),
@@ -52,7 +49,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     for name, (module, _func, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text)
         if wanted is None or wanted == name:
-            importlib.import_module(f"pairbench.{module}").add_arguments(sp)
+            importlib.import_module(f"pairbench.commands.{module}").add_arguments(sp)
     return p
 
 
@@ -66,68 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         ns = build_parser("default").parse_args(["default", *args])
     module, func, _ = SUBCOMMANDS[ns.command]
     if sys.stdout is None:  # started with stdout closed (>&-): say so before doing anything
-        return _fail(ns.command, "stdout is closed; redirect it (e.g. >/dev/null or >FILE)")
-    handler = getattr(importlib.import_module(f"pairbench.{module}"), func)
+        return fail(ns.command, "stdout is closed; redirect it (e.g. >/dev/null or >FILE)")
+    handler = getattr(importlib.import_module(f"pairbench.commands.{module}"), func)
     return call(ns.command, lambda: handler(ns))
 
 
-def call(command: str, run: Callable[[], int]) -> int:
-    """Run a command's function the way every pairbench command runs: its exit code, and
-    whatever it raised as one line on stderr with an exit code, never a traceback."""
-    try:
-        rc = run()
-        _flush_stdout()
-        return rc
-    except UsageError as exc:
-        return _fail(command, str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        print("pairbench: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        _drop_stdout()
-        return 1
-    except StdoutError as exc:
-        return _fail(command, f"writing to stdout failed: {exc}")
-    # Last line of defence: whatever a command did not turn into a UsageError itself is
-    # still one line and exit 2, never a traceback.
-    except UnicodeDecodeError as exc:
-        return _fail(command, f"input is not UTF-8 text ({exc.reason} at byte {exc.start})")
-    except OSError as exc:
-        if exc.filename is None and exc.errno in _WRITE_ERRNOS:
-            _drop_stdout()  # a write without a file name: stdout (a full disk, ...)
-            return _fail(command, f"writing to stdout failed: {exc.strerror or exc}")
-        where = f"{exc.filename}: " if exc.filename else ""
-        return _fail(command, f"{where}{exc.strerror or exc}")
-
-
-_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
-
-
-class StdoutError(Exception):
-    """stdout could not be written (a full disk, a closed descriptor)."""
-
-
-def _flush_stdout() -> None:
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        _drop_stdout()
-        raise StdoutError(exc.strerror or str(exc)) from None
-
-
-def _drop_stdout() -> None:
-    """Point fd 1 at /dev/null so that the interpreter's own final flush of what is still
-    buffered cannot fail again and print a traceback-like 'Exception ignored' block."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
-
-
-def _fail(command: str, message: str, code: int = 2) -> int:
-    print(f"pairbench {command}: error: {one_line(message)}", file=sys.stderr)
-    return code

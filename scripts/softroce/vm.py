@@ -21,7 +21,7 @@ if os.path.dirname(HERE) not in sys.path:  # scripts/, for pairbench.procutil
     sys.path.insert(0, os.path.dirname(HERE))
 from vmcpu import guest_cpu  # noqa: E402
 
-from pairbench import procutil  # noqa: E402
+from pairbench.io import procutil  # noqa: E402
 
 EXIT_TIMEOUT = 124  # the deadline was reached while COMMAND was running
 EXIT_RIG = 125  # the rig failed (usage, install, boot, module, device): COMMAND did not run

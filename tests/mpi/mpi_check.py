@@ -23,13 +23,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # rowcheck
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # mpi_env, also under python3 -I
 
 import itertools
 
+import rowcheck
 from mpi_env import env_for_mpi, shm_segments
 
-from pairbench import rowcheck, testtable
+from pairbench.contract import testtable
 from pairbench.errors import UsageError
 
 SKIP = 77

@@ -20,11 +20,13 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # rowcheck
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import rowcheck
 from mpi_env import env_for_mpi
 
-from pairbench import rowcheck, testtable
+from pairbench.contract import testtable
 
 SKIP = 77
 TABLE = testtable.load_snapshot()["mpi"]

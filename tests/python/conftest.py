@@ -16,8 +16,9 @@ FAKE = HERE / "fake_pairbench.py"
 FAKE_RIG = HERE / "fake_rig.py"
 FAKE_SSH = HERE / "fake_ssh.py"
 
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+for _p in (SCRIPTS, REPO / "tests" / "support"):  # the driver; rowcheck
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,

@@ -45,10 +45,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[2] / "scripts"))
-from pairbench.columns import COLUMNS, SCHEMA_VERSION  # noqa: E402  (the driver's copy of pb_schema.h)
+from pairbench.contract.columns import COLUMNS, SCHEMA_VERSION  # noqa: E402  (the driver's copy of pb_schema.h)
+from pairbench.contract.sizes import parse_sizes  # noqa: E402  (the same rule as the executables)
+from pairbench.contract.testtable import load_snapshot  # noqa: E402
 from pairbench.errors import UsageError  # noqa: E402
-from pairbench.sizes import parse_sizes  # noqa: E402  (the same rule as the executables)
-from pairbench.testtable import load_snapshot  # noqa: E402
 
 TESTS = {"write_lat": "lat", "read_lat": "lat", "send_lat": "lat", "write_bw": "bw",
          "read_bw": "bw", "latency": "lat", "bw": "bw"}
@@ -246,7 +246,7 @@ def main() -> int:
     if not a.count:
         a.iterations = 1000
     if a.list_tests and a.format == "json":  # the real table of the layer (the snapshot's)
-        tables = json.loads((HERE.parents[2] / "scripts" / "pairbench" /
+        tables = json.loads((HERE.parents[2] / "scripts" / "pairbench" / "contract" /
                              "test_tables.json").read_text())
         print(json.dumps(tables[layer]))
         return 0

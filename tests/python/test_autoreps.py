@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import cli, sweep
-from pairbench.autoreps import AutoReps, parse_repetitions, undecided
+from pairbench.analysis.decide import undecided
+from pairbench.analysis.load import load_run
 from pairbench.errors import UsageError
-from pairbench.schema import load_run
+from pairbench.runner.autoreps import AutoReps, parse_repetitions
 
 ENV = {"FAKE_PB_NOISE": "0.02"}
 
@@ -86,7 +87,7 @@ def test_default_takes_the_same_repetitions() -> None:
     """`pairbench default --repetitions auto[:MAX]` is checked like sweep's (the MPI part)."""
     proc = cli("default", "--skip-verbs", "--repetitions", "auto:2")
     assert proc.returncode == 2 and "MAX must be" in proc.stderr, proc.stderr
-    from pairbench import default
+    from pairbench.commands import default
 
     ns = default.argparse.Namespace(results_dir=None, skip_verbs=True, skip_mpi=True,
                                     no_progress=True, repetitions="auto:6")

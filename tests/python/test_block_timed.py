@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from conftest import FAKE, cli
-from pairbench.schema import read_csv_text
+from pairbench.analysis.load import read_csv_text
 
 ONLY_MEAN_BLANK = ["lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999",
                    "lat_us_max", "lat_us_stdev", "worst_lat_pair_id", "worst_lat_us_p50",

@@ -93,7 +93,7 @@ def test_noise_power_calculation_matches_simulation() -> None:
     in the simulation (here 5 % CV, 5 repetitions per side, 100 points)."""
     import math
 
-    from pairbench.verdict import detectable_change
+    from pairbench.analysis.verdict import detectable_change
 
     cv, n, points = 0.05, 5, 100
     var = math.log1p(cv * cv)

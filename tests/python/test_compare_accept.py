@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cli
-from pairbench.accept import load_spec
-from pairbench.compare import Thresholds, compare_frames, load_thresholds
+from pairbench.analysis.accept import load_spec
+from pairbench.analysis.compare import Thresholds, compare_frames, load_thresholds
+from pairbench.analysis.load import load_run, read_csv_text
+from pairbench.contract.testtable import label
 from pairbench.errors import UsageError
-from pairbench.schema import load_run, read_csv_text
-from pairbench.testtable import label
 
 EXAMPLES = REPO / "examples"
 PUBLISHED = REPO / "results" / "published"

@@ -39,7 +39,7 @@ def test_default_runs_the_verbs_sweep_plots_and_reports(tmp_path: Path) -> None:
     assert f"data:   {run / 'data.csv'}" in proc.stdout
     assert f"report: {run / 'report.html'}" in proc.stdout
     # report.png next to report.html when Chromium is installed, else a note saying why.
-    from pairbench.screenshot import find_browser
+    from pairbench.present.screenshot import find_browser
 
     if find_browser():
         assert (run / "report.png").read_bytes()[:4] == b"\x89PNG", proc.stderr

@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from conftest import FAKE, HERE, cli
+from pairbench.analysis.outliers import detect
 from pairbench.errors import UsageError
-from pairbench.fabric import FabricConfig, plan_fabric
-from pairbench.fabricout import fabric_section
-from pairbench.outliers import detect
+from pairbench.present.fabricout import fabric_section
+from pairbench.runner.scan import FabricConfig, plan_fabric
 
 FAKE_SSH_LOCAL = HERE / "fake_ssh_local.py"
 

@@ -34,8 +34,8 @@ from faultlib import (
 )
 
 from conftest import FAKE, REPO, SCRIPTS, assert_clean_error, cli, sweep
-from pairbench.collect import last_line
-from pairbench.schema import load_run
+from pairbench.analysis.load import load_run
+from pairbench.runner.collect import last_line
 
 SPEC = REPO / "examples" / "accept-spec.toml"
 EXIT_BOUND_S = 30.0  # kill grace (3 s) + start-up of Python; generous on a loaded machine

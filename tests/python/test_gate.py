@@ -15,10 +15,9 @@ import pytest
 from scipy import stats
 
 from conftest import cli, sweep
-from pairbench.columns import COLUMNS, columns_of
-from pairbench.compare import Thresholds, compare_frames, window_method_notes
-from pairbench.schema import load_run, read_csv_text
-from pairbench.verdict import (
+from pairbench.analysis.compare import Thresholds, compare_frames, window_method_notes
+from pairbench.analysis.load import load_run, read_csv_text
+from pairbench.analysis.verdict import (
     GATE_INCONCLUSIVE,
     GATE_NO_REGRESSION,
     GATE_REGRESSION,
@@ -28,6 +27,7 @@ from pairbench.verdict import (
     side_stats,
     trim_inflation,
 )
+from pairbench.contract.columns import COLUMNS, columns_of
 
 LATENCIES = ("lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999",
              "lat_us_max", "lat_us_mean", "worst_lat_us_p50", "worst_lat_us_p99")

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO, cli
-from pairbench.schema import load_run
+from pairbench.analysis.load import load_run
 
 # PAIRBENCH_BIN_DIR points at another build (default build/bin).
 MPI_BIN = Path(os.environ.get("PAIRBENCH_BIN_DIR", REPO / "build" / "bin")) / "pairbench-mpi"

@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import rowcheck
 
 from conftest import FAKE
-from pairbench import analysis, rigrun, rowcheck, sweep, testtable
+from pairbench.analysis import frames as analysis
+from pairbench.contract import testtable
 from pairbench.errors import UsageError
+from pairbench.runner import sweep
+from pairbench.runner.launchers import softroce as rigrun
 
 TABLES = {t.name: t for t in testtable.load_snapshot()["verbs"]}
 
@@ -125,7 +129,7 @@ def test_sweep_passes_devices_and_reports_them(tmp_path: Path) -> None:
     run = next(p for p in tmp_path.iterdir() if (p / "data.csv").is_file())
     df = pd.read_csv(run / "data.csv", dtype=str, keep_default_na=False)
     assert len(df[df["scope"] == "device"]) == 2 * 2 * 2  # 2 devices x 2 sizes x 2 pair counts
-    from pairbench import report
+    from pairbench.present import report
     html = report.build_report(run, None)
     assert "<h2>Devices</h2>" in html and "fairness across devices" in html
 

@@ -8,9 +8,9 @@ import shlex
 import pytest
 
 from conftest import REPO, cli
+from pairbench.contract.sizes import SIZE_LIST_RULE, parse_int_list, parse_sizes, size_label
 from pairbench.errors import UsageError
-from pairbench.plan import SweepConfig, plan_sweep
-from pairbench.sizes import SIZE_LIST_RULE, parse_int_list, parse_sizes, size_label
+from pairbench.runner.plan import SweepConfig, plan_sweep
 
 
 def cfg(**kw: object) -> SweepConfig:
@@ -115,7 +115,7 @@ def test_verbs_qps_list_is_a_point_per_value() -> None:
 def test_sweep_qps_option_is_checked() -> None:
     from pathlib import Path
 
-    from pairbench.sweep import SweepOptions, config_from_options
+    from pairbench.runner.options import SweepOptions, config_from_options
 
     ok = config_from_options(SweepOptions(layer="verbs", tests=("write_lat",), qps="64,1,8"),
                              Path("/r/x"), Path("/r"))
@@ -186,7 +186,7 @@ def test_rig_plan_survives_json() -> None:
     points (tuples and all) inside the VM."""
     import json
 
-    from pairbench.plan import RigPlan, plan_from_json, plan_to_json
+    from pairbench.runner.plan import RigPlan, plan_from_json, plan_to_json
 
     for c in (cfg(), cfg(layer="verbs", tests=("write_lat",), launcher="softroce",
                          exe_args=("--loopback",), pin="list", pin_list="0,1", qps=(1, 8))):
@@ -206,7 +206,8 @@ def test_sweep_options_are_the_command_line_typed() -> None:
     command line that parses to the same options (what `pairbench default` logs)."""
     import argparse
 
-    from pairbench.sweep import SweepOptions, add_arguments
+    from pairbench.runner.options import SweepOptions
+    from pairbench.runner.sweep import add_arguments
 
     p = argparse.ArgumentParser()
     add_arguments(p)

@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from conftest import REPO, cli
-from pairbench.schema import load_run
+from pairbench.analysis.load import load_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from pairbench import procutil
+from pairbench.io import procutil
 
 
 def _alive(pid: int) -> bool:

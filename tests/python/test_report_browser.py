@@ -18,11 +18,13 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cli
-from pairbench import findings, testtable
-from pairbench.flags import infer_legacy
-from pairbench.fmt import SCI_PATTERN
-from pairbench.schema import load_metadata, load_run
-from pairbench.screenshot import find_browser, render
+from pairbench.analysis import findings
+from pairbench.analysis.flags import infer_legacy
+from pairbench.analysis.load import load_run
+from pairbench.contract import testtable
+from pairbench.contract.schema import load_metadata
+from pairbench.present.fmt import SCI_PATTERN
+from pairbench.present.screenshot import find_browser, render
 
 pytestmark = pytest.mark.skipif(find_browser() is None,
                                 reason="no Chromium (Debian package chromium) installed")
@@ -121,7 +123,7 @@ def test_show_states_the_same_findings(run: Path, base: Path | None) -> None:
     df = infer_legacy(load_run(run), meta)
     res = None
     if base:
-        from pairbench.compare import Thresholds, compare_frames
+        from pairbench.analysis.compare import Thresholds, compare_frames
 
         bm = load_metadata(base)
         res = compare_frames(infer_legacy(load_run(base), bm), df, Thresholds())

@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from pairbench.errors import UsageError
-from pairbench.schedule import round_pattern, tournament
+from pairbench.runner.schedule import round_pattern, tournament
 
 
 @pytest.mark.parametrize("k", range(2, 17))

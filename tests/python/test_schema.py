@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE, REPO
-from pairbench.schema import (
+from pairbench.contract.schema import (
     COLUMNS,
     SCHEMA_VERSION,
     check_schema,

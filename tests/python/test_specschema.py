@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, assert_clean_error, cli
-from pairbench.accept import AcceptSpec, load_spec, render_text
-from pairbench.compare import Thresholds, ThresholdsFile, load_thresholds
+from pairbench.analysis.accept import AcceptSpec, load_spec
+from pairbench.analysis.compare import Thresholds, ThresholdsFile, load_thresholds
 from pairbench.errors import UsageError
-from pairbench.tomlschema import load
+from pairbench.io.tomlschema import load
+from pairbench.present.accept import render_text
 
 EXAMPLES = REPO / "examples"
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from conftest import FAKE, FAKE_RIG, FAKE_SSH, SCRIPTS, assert_clean_error, cli, sweep
-from pairbench.schema import COLUMNS, load_run
+from pairbench.analysis.load import load_run
+from pairbench.contract.schema import COLUMNS
 
 
 def read(run: Path) -> pd.DataFrame:
@@ -178,7 +179,8 @@ def test_softroce_boots_the_rig_once(tmp_path: Path) -> None:
     assert meta["rig"]["exit_code"] == 0 and meta["rig"]["plan"] == "raw/rig-plan.json"
     # The rig ran the plan the host wrote (JSON in the run directory), not a rebuilt sweep
     # command line; the points it ran are the planned ones, argv for argv.
-    assert meta["rig"]["argv"][-2:] == ["pairbench.rigrun", str(run / "raw" / "rig-plan.json")]
+    assert meta["rig"]["argv"][-2:] == ["pairbench.runner.riginside",
+                                        str(run / "raw" / "rig-plan.json")]
     plan = json.loads((run / "raw" / "rig-plan.json").read_text())
     assert [p["sides"][0]["argv"] for p in plan["points"]] == \
         [p["sides"][0]["argv"] for p in meta["points"]]
@@ -239,14 +241,15 @@ def test_placement_key_and_the_keys_of_older_records(tmp_path: Path) -> None:
 
 
 def test_rig_plan_runs_inside_with_sweep_errors(tmp_path: Path) -> None:
-    """`python -m pairbench.rigrun PLAN`: a bad plan is one line and exit 2, as sweep's."""
-    proc = subprocess.run([sys.executable, "-m", "pairbench.rigrun"], capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(SCRIPTS)},
-                          check=False, timeout=60)
+    """`python -m pairbench.runner.riginside PLAN`: a bad plan is one line and exit 2, as
+    sweep's."""
+    proc = subprocess.run([sys.executable, "-m", "pairbench.runner.riginside"],
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(SCRIPTS)}, check=False, timeout=60)
     assert proc.returncode == 2 and "usage" in proc.stderr
     bad = tmp_path / "plan.json"
     bad.write_text(json.dumps({"plan_version": 99}))
-    proc = subprocess.run([sys.executable, "-m", "pairbench.rigrun", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "pairbench.runner.riginside", str(bad)],
                           capture_output=True, text=True, check=False, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(SCRIPTS)})
     assert_clean_error(proc, "rig plan")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE, REPO
-from pairbench import testtable
-from pairbench.analysis import METRICS
-from pairbench.columns import COLUMNS
-from pairbench.testtable import TableError, TestInfo, TestTable
+from pairbench.analysis.frames import METRICS
+from pairbench.contract import testtable
+from pairbench.contract.columns import COLUMNS
+from pairbench.contract.testtable import TableError, TestInfo, TestTable
 
 BIN = Path(os.environ.get("PAIRBENCH_BIN_DIR", REPO / "build" / "bin"))
 PACKAGE = REPO / "scripts" / "pairbench"

@@ -12,11 +12,10 @@ import pytest
 from scipy import stats
 
 from conftest import cli
-from pairbench.analysis import METRICS
-from pairbench.compare import Thresholds, compare_frames
-from pairbench.schema import load_run, read_csv_text
-from pairbench.testtable import label
-from pairbench.verdict import (
+from pairbench.analysis.compare import Thresholds, compare_frames
+from pairbench.analysis.frames import METRICS
+from pairbench.analysis.load import load_run, read_csv_text
+from pairbench.analysis.verdict import (
     MIN_REPS,
     NO_PRIOR,
     VERDICTS,
@@ -32,6 +31,7 @@ from pairbench.verdict import (
     reps_needed,
     treat_pvalue,
 )
+from pairbench.contract.testtable import label
 
 
 def test_fit_prior_recovers_a_scaled_inverse_chi_square() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cli, sweep
-from pairbench.accept import evaluate, load_spec
-from pairbench.columns import ADDED_IN, COLUMNS, columns_of
-from pairbench.schema import load_run
+from pairbench.analysis.accept import evaluate, load_spec
+from pairbench.analysis.load import load_run
+from pairbench.contract.columns import ADDED_IN, COLUMNS, columns_of
 
 EXAMPLE_SPEC = REPO / "examples" / "accept-spec.toml"
 V1_RUNS = [REPO / "results" / "20261123-033558-vm-95e45f",

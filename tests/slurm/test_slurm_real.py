@@ -28,11 +28,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+for _p in (SCRIPTS, REPO / "tests" / "support"):  # the driver; rowcheck
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
-from pairbench import rowcheck, testtable  # noqa: E402
-from pairbench.columns import COLUMNS  # noqa: E402
+import rowcheck  # noqa: E402
+
+from pairbench.contract import testtable  # noqa: E402
+from pairbench.contract.columns import COLUMNS  # noqa: E402
 
 SLURM = SCRIPTS / "slurm-emulated"
 BIN_DIR = Path(os.environ.get("PAIRBENCH_BIN_DIR", REPO / "build" / "bin"))

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from pairbench.contract.sizes import SIZE_LIST_RULE, parse_sizes
 from pairbench.errors import UsageError
-from pairbench.sizes import SIZE_LIST_RULE, parse_sizes
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 # text -> expected list, or None = rejected

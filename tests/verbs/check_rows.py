@@ -18,8 +18,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # rowcheck
 
-from pairbench import rowcheck, testtable
+import rowcheck
+
+from pairbench.contract import testtable
 
 
 def default_window(rows: list[dict[str, str]], info: testtable.TestInfo,

@@ -1,0 +1,448 @@
+"""`pairbench accept RUN --spec SPEC.toml`: acceptance criteria for a new HCA.
+
+Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
+  [[min_link_pct]]     link_pct >= min_pct for sizes >= min_size_bytes
+  [[max_latency]]      a latency metric (lat_us_p50, lat_us_p99, ...) <= max_us at given sizes
+  [[max_pair_scaling]] N-pair / 1-pair latency <= max_ratio (flat scaling), every N > 1
+  [[min_fairness]]     Jain fairness index >= min_fairness
+  [[max_worst_pair]]   worst pair's latency / pooled latency of the same point <= max_ratio:
+                       worst_lat_us_p50 / lat_us_p50 (metric = "lat_us_p50", default) or
+                       worst_lat_us_p99 / lat_us_p99; every point with >= 2 pairs
+  [[min_pair_share]]   slowest pair's bandwidth / mean pair bandwidth (min_pair_bw_share)
+                       >= min_share; every point with >= 2 pairs
+  [spec] accept_flags  machine flags (oversubscribed, emulated_device, link_rate_nominal,
+                       link_rate_unknown) the spec accepts; a check on a point whose rows
+                       carry any other machine flag fails even when its value is within
+                       the limit
+  [[fabric_min_link_share]]  fabric scan (pairbench fabric): every node pair's perf
+                       (value / reference for bandwidth, reference / value for latency;
+                       reference = median over nodes of each node's median link) >= min_share
+                       (e.g. 0.9: no node pair below 90 % of the median bandwidth)
+  [[fabric_max_outliers]]    fabric scan: suspect nodes + suspect links <= max_outliers,
+                       by the rule of pairbench.outliers with the criterion's tolerance, z
+  [sanity]             max_link_pct (default 100): any row above it fails (bandwidth above
+                       the link rate is a measurement error), as does the above_link_rate flag
+Values are medians over repetitions of the aggregate (pair_id=all) row. A criterion that
+matches no measured point fails ("no data"); a matched point with status=error fails.
+Exit 0 = every check passed, 1 = some failed, 2 = bad spec or run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import pandas as pd
+
+from pairbench.analysis.flags import row_flags
+from pairbench.analysis.frames import METRICS, is_headline
+from pairbench.contract import testtable
+from pairbench.contract.columns import BLOCK_TIMED
+from pairbench.contract.flags import MACHINE_FLAGS
+from pairbench.contract.sizes import Size, size_label
+from pairbench.errors import UsageError
+from pairbench.io import tomlschema
+from pairbench.io.tomlschema import (
+    ArrayOfTables,
+    ListOf,
+    NonNegInt,
+    Num,
+    PositiveInt,
+    Str,
+    Table,
+    key,
+)
+
+# max_worst_pair: the pooled metric -> the worst pair's column of the same row.
+WORST_OF = {"lat_us_p50": "worst_lat_us_p50", "lat_us_p99": "worst_lat_us_p99"}
+LAT_METRICS = tuple(m for m in METRICS if m.startswith("lat_us_"))
+
+
+# The spec's schema (pairbench.tomlschema): one dataclass per table, one key() per key.
+@dataclass(frozen=True, kw_only=True)
+class MinLinkPct:
+    test: str = key(Str())
+    min_size_bytes: int | None = key(Size(), None)
+    min_pct: float = key(Num())
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxLatency:
+    test: str = key(Str())
+    size_bytes: list[int] = key(ListOf(Size()))
+    metric: str = key(Str(LAT_METRICS), "lat_us_p50")
+    max_us: float = key(Num())
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxPairScaling:
+    test: str = key(Str())
+    metric: str = key(Str(LAT_METRICS), "lat_us_p50")
+    max_ratio: float = key(Num())
+    max_size_bytes: int | None = key(Size(), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinFairness:
+    test: str = key(Str())
+    min_fairness: float = key(Num())
+    min_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxWorstPair:
+    test: str = key(Str())
+    max_ratio: float = key(Num())
+    metric: str = key(Str(tuple(WORST_OF)), "lat_us_p50")
+    min_size_bytes: int | None = key(Size(), None)
+    max_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinPairShare:
+    test: str = key(Str())
+    min_share: float = key(Num())
+    min_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FabricMinLinkShare:
+    test: str = key(Str())
+    min_share: float = key(Num())
+    min_size_bytes: int | None = key(Size(), None)
+    max_size_bytes: int | None = key(Size(), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FabricMaxOutliers:
+    test: str = key(Str())
+    max_outliers: int = key(NonNegInt())
+    tolerance: float = key(Num(open_unit=True), 0.10)
+    z: float = key(Num(), 3.5)
+    min_size_bytes: int | None = key(Size(), None)
+    max_size_bytes: int | None = key(Size(), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True)
+class SpecInfo:
+    name: str | None = key(Str(), None)
+    layer: str | None = key(Str(testtable.LAYERS), None)
+    # Machine flags (pairbench.flags) the spec accepts on the rows it judges; a criterion
+    # on a row with any other machine flag cannot pass.
+    accept_flags: list[str] = key(ListOf(Str(tuple(MACHINE_FLAGS)), strict=True),
+                                  factory=list)
+
+
+@dataclass(frozen=True)
+class Sanity:
+    max_link_pct: float = key(Num(), 100.0)
+
+
+# criterion -> what the test must measure for it (a latency, or a bandwidth).
+NEEDS_LATENCY = ("max_latency", "max_pair_scaling", "max_worst_pair")
+NEEDS_BANDWIDTH = ("min_link_pct", "min_fairness", "min_pair_share")
+
+
+@dataclass(frozen=True)
+class AcceptSpec:
+    spec: SpecInfo = key(Table(SpecInfo), factory=SpecInfo)
+    sanity: Sanity = key(Table(Sanity), factory=Sanity)
+    min_link_pct: list[MinLinkPct] = key(ArrayOfTables(MinLinkPct), factory=list)
+    max_latency: list[MaxLatency] = key(ArrayOfTables(MaxLatency), factory=list)
+    max_pair_scaling: list[MaxPairScaling] = key(ArrayOfTables(MaxPairScaling), factory=list)
+    min_fairness: list[MinFairness] = key(ArrayOfTables(MinFairness), factory=list)
+    max_worst_pair: list[MaxWorstPair] = key(ArrayOfTables(MaxWorstPair), factory=list)
+    min_pair_share: list[MinPairShare] = key(ArrayOfTables(MinPairShare), factory=list)
+    fabric_min_link_share: list[FabricMinLinkShare] = key(ArrayOfTables(FabricMinLinkShare),
+                                                          factory=list)
+    fabric_max_outliers: list[FabricMaxOutliers] = key(ArrayOfTables(FabricMaxOutliers),
+                                                       factory=list)
+
+
+SECTIONS = tuple(f.name for f in fields(AcceptSpec) if f.name not in ("spec", "sanity"))
+
+
+def load_spec(path: Path) -> dict:
+    """Parse and validate a spec (schema AcceptSpec); unknown keys, wrong types and
+    missing keys are errors. Returns {name, layer, sanity, SECTION: [criterion dicts]}
+    with a criterion's absent optional keys left out."""
+    parsed = tomlschema.load(AcceptSpec, path)
+    spec: dict = {"name": parsed.spec.name or path.stem, "layer": parsed.spec.layer,
+                  "sanity": asdict(parsed.sanity), "path": str(path),
+                  "accept_flags": list(parsed.spec.accept_flags)}
+    for sec in SECTIONS:
+        crits = getattr(parsed, sec)
+        if crits:
+            spec[sec] = [{k: v for k, v in asdict(c).items() if v is not None} for c in crits]
+    if not any(spec.get(k) for k in SECTIONS):
+        raise UsageError(f"{path}: no criteria (add e.g. [[max_latency]])")
+    return spec
+
+
+def check_tests(spec: dict, tables: Mapping[str, testtable.TestTable]) -> None:
+    """Every criterion names a test of the spec's layer (any layer without one) with a
+    variant it has, that measures what the criterion judges; else UsageError naming it."""
+    layers = [spec["layer"]] if spec.get("layer") else list(tables)
+    for sec in SECTIONS:
+        for i, c in enumerate(spec.get(sec, [])):
+            where = f"{spec.get('path', spec['name'])}: {sec}[{i}]"
+            infos = [tables[lay][c["test"]] for lay in layers
+                     if lay in tables and c["test"] in tables[lay]]
+            if not infos:
+                known = sorted({n for lay in layers if lay in tables for n in tables[lay].names()})
+                raise UsageError(f"{where}.test: unknown test {c['test']!r} "
+                                 f"(tests of {'/'.join(layers)}: {', '.join(known)})")
+            if c["variant"] and not any(c["variant"] in t.variants for t in infos):
+                have = sorted({v for t in infos for v in t.variants})
+                raise UsageError(f"{where}.variant: {c['test']} has no variant {c['variant']!r} "
+                                 f"(variants: {', '.join(have) or 'none'})")
+            if sec in NEEDS_LATENCY and not any(t.has_latency for t in infos):
+                raise UsageError(f"{where}.test: {sec} judges a latency, {c['test']} measures "
+                                 "none")
+            if sec in NEEDS_BANDWIDTH and not any(t.has_bandwidth for t in infos):
+                raise UsageError(f"{where}.test: {sec} judges bandwidth, {c['test']} measures "
+                                 "none")
+
+
+def _rows_for(agg: pd.DataFrame, crit: dict) -> pd.DataFrame:
+    d = agg[(agg["test"] == crit["test"]) & (agg["variant"].fillna("") == crit["variant"])]
+    if "pairs" in crit:
+        d = d[d["pairs"].isin(crit["pairs"])]
+    return d
+
+
+def _check(name: str, crit: dict, rows: list[dict], d: pd.DataFrame, metric: str,
+           limit: float, ok_if_le: bool) -> None:
+    """One check row per (size, pairs) of d; median over repetitions."""
+    label = crit["test"] + (f"[{crit['variant']}]" if crit["variant"] else "")
+    if d.empty:
+        rows.append({"criterion": name, "test": label, "size": "", "pairs": "", "value": None,
+                     "limit": limit, "verdict": "fail", "detail": "no data for this criterion"})
+        return
+    for (size, pairs), g in d.groupby(["msg_size_bytes", "pairs"]):
+        errs = g[g["status"] != "ok"]
+        base = {"criterion": name, "test": label, "size": size_label(int(size)),
+                "pairs": int(pairs), "limit": limit}
+        if len(errs):
+            rows.append({**base, "value": None, "verdict": "fail",
+                         "detail": f"point failed: {errs['error'].iloc[0]}"})
+            continue
+        vals = g[metric].dropna()
+        if vals.empty:
+            why = f"{metric} not measured (empty)"
+            if metric != "lat_us_mean" and {"flags", "lat_us_mean"} <= set(g.columns) and \
+                    row_flags(g).map(lambda f: BLOCK_TIMED in f).all() and \
+                    g["lat_us_mean"].notna().any():
+                why += "; the rows are block_timed (--timing block) and carry lat_us_mean only"
+            rows.append({**base, "value": None, "verdict": "fail", "detail": why})
+            continue
+        v = float(vals.median())
+        ok = v <= limit if ok_if_le else v >= limit
+        rows.append({**base, "value": v, "verdict": "pass" if ok else "fail",
+                     "detail": f"{metric} {'<=' if ok_if_le else '>='} {limit:g}"})
+
+
+def evaluate(df: pd.DataFrame, spec: dict) -> list[dict]:
+    agg = df[is_headline(df)].copy()
+    if spec.get("layer"):
+        agg = agg[agg["layer"] == spec["layer"]]
+    rows: list[dict] = []
+    for c in spec.get("min_link_pct", []):
+        d = _rows_for(agg, c)
+        d = d[d["msg_size_bytes"] >= c.get("min_size_bytes", 0)]
+        _check("min_link_pct", c, rows, d, "link_pct", c["min_pct"], ok_if_le=False)
+    for c in spec.get("max_latency", []):
+        d = _rows_for(agg, c)
+        d = d[d["msg_size_bytes"].isin(c["size_bytes"])]
+        _check(f"max_latency {c['metric']}", c, rows, d, c["metric"], c["max_us"], ok_if_le=True)
+    for c in spec.get("min_fairness", []):
+        d = _rows_for(agg, c)
+        d = d[(d["msg_size_bytes"] >= c.get("min_size_bytes", 0)) & (d["pairs"] > 1)]
+        _check("min_fairness", c, rows, d, "fairness", c["min_fairness"], ok_if_le=False)
+    for c in spec.get("max_pair_scaling", []):
+        _scaling(agg, c, rows)
+    for c in spec.get("max_worst_pair", []):
+        _worst_pair(agg, c, rows)
+    for c in spec.get("min_pair_share", []):
+        d = _sized(_rows_for(agg, c), c)
+        n0 = len(rows)
+        _check("min_pair_share", c, rows, d[d["pairs"] > 1], "min_pair_bw_share",
+               c["min_share"], ok_if_le=False)
+        _name_pair(rows[n0:], d, "min_bw_pair_id", "slowest pair")
+    _refuse_flagged(agg, spec, rows)
+    _note_tail(agg, rows)
+    for c in spec.get("fabric_min_link_share", []):
+        _fabric(df, spec, c, rows, share=True)
+    for c in spec.get("fabric_max_outliers", []):
+        _fabric(df, spec, c, rows, share=False)
+    _sanity(df, spec, rows)
+    return rows
+
+
+def _refuse_flagged(agg: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
+    """A passed check on a point whose rows carry a machine flag the spec does not accept
+    (spec.accept_flags) fails: the figure measured the machine, not the adapter."""
+    accepted = set(spec.get("accept_flags", []))
+    flagged: dict[tuple[str, str, int], set[str]] = {}
+    for r, fl in zip(agg.itertuples(), row_flags(agg), strict=True):
+        bad = (fl & set(MACHINE_FLAGS)) - accepted
+        if bad:
+            label = r.test + (f"[{r.variant}]" if isinstance(r.variant, str) and r.variant
+                              else "")
+            flagged.setdefault((label, size_label(int(r.msg_size_bytes)), int(r.pairs)),
+                               set()).update(bad)
+    for r in rows:
+        bad = flagged.get((r["test"], r["size"], r["pairs"]))
+        if r["verdict"] == "pass" and bad:
+            r["verdict"] = "fail"
+            r["detail"] = (f"flagged {', '.join(sorted(bad))}: not accepted "
+                           f"(spec.accept_flags); {r['detail']}")
+
+
+def _note_tail(agg: pd.DataFrame, rows: list[dict]) -> None:
+    """A check on a point whose aggregate is tail-dominated (a fixed count whose pairs ended
+    apart, docs/methodology.md "Windows") says so: its bandwidth understates what the pairs
+    did together, so a failed minimum there may be the method's, not the adapter's."""
+    tail: set[tuple[str, str, int]] = set()
+    for r, fl in zip(agg.itertuples(), row_flags(agg), strict=True):
+        if "tail_dominated" in fl:
+            label = r.test + (f"[{r.variant}]" if isinstance(r.variant, str) and r.variant
+                              else "")
+            tail.add((label, size_label(int(r.msg_size_bytes)), int(r.pairs)))
+    for r in rows:
+        if (r["test"], r["size"], r["pairs"]) in tail:
+            r["detail"] = (f"{r['detail']}; aggregate tail-dominated (fixed count, pairs ended "
+                           "apart: it understates the pairs together; rerun without -n)")
+
+
+def _fabric(df: pd.DataFrame, spec: dict, c: dict, rows: list[dict], share: bool) -> None:
+    """Fabric criteria: per (test, size) of the scan's node pairs (pairbench.outliers)."""
+    from pairbench.analysis.outliers import analyse
+
+    d = df if not spec.get("layer") else df[df["layer"] == spec["layer"]]
+    tol, z = (c.get("tolerance", 0.10), c.get("z", 3.5)) if not share else (0.10, 3.5)
+    label = c["test"] + (f"[{c['variant']}]" if c["variant"] else "")
+    name = "fabric_min_link_share" if share else "fabric_max_outliers"
+    limit = c["min_share"] if share else float(c["max_outliers"])
+    found = False
+    for pk, _lk, v in analyse(d, tol, z):
+        size = int(pk["msg_size_bytes"])
+        if (pk["test"] != c["test"] or pk["variant"] != c["variant"]
+                or size < c.get("min_size_bytes", 0)
+                or size > c.get("max_size_bytes", size)):
+            continue
+        found = True
+        base = {"criterion": name, "test": label, "size": size_label(size),
+                "pairs": "", "limit": limit}
+        if v.failed or len(v.links) < v.expected_links:
+            rows.append({**base, "value": None, "verdict": "fail",
+                         "detail": f"{v.expected_links - len(v.links)} node pair(s) not "
+                                   "measured or failed"})
+            continue
+        if share:
+            worst = min(v.links, key=lambda k: v.links[k])
+            ok = v.links[worst] >= limit
+            rows.append({**base, "value": v.links[worst], "verdict": "pass" if ok else "fail",
+                         "detail": f"worst node pair {worst[0]}~{worst[1]}: "
+                                   f"{v.metric} perf >= {limit:g}"})
+        else:
+            names = [*(f"node {n}" for n in v.suspect_nodes),
+                     *(f"link {a}~{b}" for a, b in v.suspect_links)]
+            ok = v.outliers <= limit
+            rows.append({**base, "value": float(v.outliers),
+                         "verdict": "pass" if ok else "fail",
+                         "detail": f"outliers <= {limit:g}"
+                                   + (f" (suspect: {', '.join(names)})" if names else "")})
+    if not found:
+        rows.append({"criterion": name, "test": label, "size": "", "pairs": "", "value": None,
+                     "limit": limit, "verdict": "fail",
+                     "detail": "no fabric scan data for this criterion"})
+
+
+def _scaling(agg: pd.DataFrame, c: dict, rows: list[dict]) -> None:
+    d = _rows_for(agg, c)
+    if "max_size_bytes" in c:
+        d = d[d["msg_size_bytes"] <= c["max_size_bytes"]]
+    ok = d[d["status"] == "ok"]
+    med = ok.groupby(["msg_size_bytes", "pairs"])[c["metric"]].median()
+    scaled = []
+    for (size, pairs), v in med.items():
+        one = med.get((size, 1.0))
+        if pairs == 1 or one is None or pd.isna(one) or pd.isna(v) or one == 0:
+            continue
+        scaled.append({"msg_size_bytes": size, "pairs": pairs, "status": "ok", "error": "",
+                       "ratio": v / one})
+    sub = pd.DataFrame(scaled, columns=["msg_size_bytes", "pairs", "status", "error", "ratio"])
+    errs = d[(d["status"] != "ok")]
+    sub = pd.concat([sub, errs[["msg_size_bytes", "pairs", "status", "error"]]],
+                    ignore_index=True)
+    _check(f"max_pair_scaling {c['metric']}", c, rows, sub, "ratio", c["max_ratio"],
+           ok_if_le=True)
+
+
+def _sized(d: pd.DataFrame, c: dict) -> pd.DataFrame:
+    if "min_size_bytes" in c:
+        d = d[d["msg_size_bytes"] >= c["min_size_bytes"]]
+    if "max_size_bytes" in c:
+        d = d[d["msg_size_bytes"] <= c["max_size_bytes"]]
+    return d
+
+
+def _worst_pair(agg: pd.DataFrame, c: dict, rows: list[dict]) -> None:
+    """worst pair's latency / pooled latency, per row, then the median over repetitions."""
+    metric = c["metric"]
+    d = _sized(_rows_for(agg, c), c)
+    d = d[d["pairs"] > 1].copy()
+    ratio = f"{WORST_OF[metric]} / {metric}"
+    d[ratio] = d[WORST_OF[metric]] / d[metric].where(d[metric] > 0)
+    n0 = len(rows)
+    _check(f"max_worst_pair {metric}", c, rows, d, ratio, c["max_ratio"], ok_if_le=True)
+    _name_pair(rows[n0:], d, "worst_lat_pair_id", "worst pair")
+
+
+def _name_pair(rows: list[dict], d: pd.DataFrame, id_col: str, what: str) -> None:
+    """Add which pair it was (the most frequent over repetitions) to failed check rows."""
+    ids = d.dropna(subset=[id_col]).groupby(["msg_size_bytes", "pairs"])[id_col]
+    most = {(size_label(int(k[0])), int(k[1])): int(v.mode().iloc[0]) for k, v in ids}
+    for r in rows:
+        key = (r["size"], r["pairs"])
+        if r["verdict"] == "fail" and key in most:
+            r["detail"] += f" ({what}: pair {most[key]})"
+
+
+def _sanity(df: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
+    limit = spec["sanity"]["max_link_pct"]
+    d = df[df["status"] == "ok"]
+    above = d[(d["link_pct"] > limit)
+              | d["flags"].fillna("").str.split(";").apply(lambda f: "above_link_rate" in f)]
+    if d["link_pct"].notna().sum() == 0 and above.empty:
+        rows.append({"criterion": "sanity max_link_pct", "test": "*", "size": "", "pairs": "",
+                     "value": None, "limit": limit, "verdict": "pass",
+                     "detail": "link rate unknown (link_pct empty): nothing to check"})
+        return
+    for _, r in above.iterrows():
+        rows.append({"criterion": "sanity max_link_pct", "test": r["test"],
+                     "size": size_label(int(r["msg_size_bytes"])), "pairs": int(r["pairs"]),
+                     "value": r["link_pct"], "limit": limit, "verdict": "fail",
+                     "detail": f"bandwidth above the link rate (pair {r['pair_id']}): "
+                               "a measurement error"})
+    if above.empty:
+        rows.append({"criterion": "sanity max_link_pct", "test": "*", "size": "", "pairs": "",
+                     "value": float(d["link_pct"].max()), "limit": limit, "verdict": "pass",
+                     "detail": "no bandwidth above the link rate"})
+
+

@@ -1,0 +1,94 @@
+"""`pairbench compare`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pairbench.analysis.compare import (
+    LAYOUT_NOTE,
+    add_threshold_arguments,
+    compare_frames,
+    thresholds_from_args,
+    window_method_notes,
+)
+from pairbench.analysis.gate import exit_code, run_gate
+from pairbench.analysis.load import load_run
+from pairbench.analysis.verdict import (
+    GATE_INCONCLUSIVE,
+    IMPROVEMENT,
+    NOT_COMPARABLE,
+    REGRESSION,
+    SUSPECTED_REGRESSION,
+)
+from pairbench.contract import testtable
+from pairbench.contract.schema import load_metadata
+from pairbench.contract.sizes import size_label
+from pairbench.io.safeio import write_output
+from pairbench.present.compare import (
+    count_verdict,
+    render_markdown,
+    render_text,
+    summary_lines,
+    to_json,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", metavar="BASE", help="baseline run directory or data CSV")
+    p.add_argument("new", metavar="NEW", help="new run directory or data CSV")
+    add_threshold_arguments(p)
+    p.add_argument("--strict", action="store_true",
+                   help="also exit 1 on a suspected (unproven) regression or a point that "
+                   "cannot be compared")
+    p.add_argument("--allow-inconclusive", action="store_true",
+                   help="exit 0 instead of 3 when the gate is inconclusive (some comparison "
+                   "neither a proven regression nor proven no regression)")
+    p.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="also write Markdown here")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write JSON here")
+
+
+def run_compare(ns: argparse.Namespace) -> int:
+    th = thresholds_from_args(ns)
+    base, new = load_run(ns.base), load_run(ns.new)
+    res = compare_frames(base, new, th)
+    for test, variant, size, pairs, layouts in res.attrs.get("layout_mismatches", []):
+        b, n = layouts.split("|")
+        print(f"compare: warning: {test}{' ' + variant if variant else ''} at "
+              f"{size_label(int(size))}, {int(pairs)} pair(s): {LAYOUT_NOTE.format(b=b, n=n)}: "
+              "not comparable", file=sys.stderr)
+    for test, variant, size, pairs, note in res.attrs.get("timing_mismatches", []):
+        print(f"compare: warning: {test}{' ' + variant if variant else ''} at "
+              f"{size_label(int(size))}, {int(pairs)} pair(s): {note}: not comparable",
+              file=sys.stderr)
+    for note in window_method_notes(base, new):
+        print(f"compare: warning: {note}", file=sys.stderr)
+    summary = summary_lines(res, testtable.tables_for_run(load_metadata(ns.new)))
+    strict = bool(getattr(ns, "strict", False))
+    allow = bool(getattr(ns, "allow_inconclusive", False))
+    if ns.format == "json":
+        sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict, allow),
+                                    indent=2) + "\n")
+    elif ns.format == "markdown":
+        sys.stdout.write(render_markdown(res, summary, ns.base, ns.new))
+    else:
+        sys.stdout.write(render_text(res, summary, color=sys.stdout.isatty()))
+    if ns.markdown:
+        write_output(ns.markdown, render_markdown(res, summary, ns.base, ns.new), "--markdown")
+    if ns.json:
+        write_output(ns.json, json.dumps(to_json(res, summary, ns.base, ns.new, th, strict,
+                                                 allow), indent=2) + "\n", "--json")
+    code = exit_code(res, strict, allow)
+    gate = run_gate(res)
+    print(f"compare: gate {gate}{' (allowed)' if allow and gate == GATE_INCONCLUSIVE else ''}; "
+          f"{len(res)} comparisons, {count_verdict(res, REGRESSION)} regression(s), "
+          f"{count_verdict(res, IMPROVEMENT)} improvement(s), "
+          f"{count_verdict(res, SUSPECTED_REGRESSION)} suspected regression(s), "
+          f"{int((res['gate'] == GATE_INCONCLUSIVE).sum())} inconclusive, "
+          f"{count_verdict(res, NOT_COMPARABLE)} not comparable"
+          f"{' (strict)' if strict else ''}: exit {code}", file=sys.stderr)
+    return code
+
+

@@ -1,0 +1,84 @@
+"""`pairbench fabric`: every node pair of K nodes measured once, in K-1 rounds of disjoint
+node pairs, then the node x node matrix, a heatmap, and the suspect links and nodes. The scan
+is pairbench.runner.scan's (its docstring says how each layer runs it); the outputs are
+pairbench.present.fabricout's, from the run's data.csv alone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from pairbench.contract.sizes import parse_sizes
+from pairbench.contract.testtable import LAYERS
+from pairbench.errors import UsageError
+from pairbench.present.fabricout import write_outputs
+from pairbench.runner.exeopts import add_exe_arguments, exe_values
+from pairbench.runner.rundir import repo_root
+from pairbench.runner.scan import FabricConfig, default_tests, scan_launchers, scan_to_dir
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--layer", default="mpi", choices=sorted(LAYERS))
+    p.add_argument("--launcher", default="mpirun", choices=scan_launchers(),
+                   help="mpi: mpirun or srun (one job per test); verbs: ssh, srun or mpirun "
+                   "(one launch per node pair)")
+    p.add_argument("--hosts", required=True, help="comma-separated nodes (K >= 2)")
+    p.add_argument("--test", default=None, help="comma-separated tests (default: the "
+                   "layer's first latency and first bandwidth test)")
+    p.add_argument("-s", "--sizes", default="8,64K", help="message sizes (default 8,64K)")
+    p.add_argument("--ranks-per-node", type=int, default=1,
+                   help="pairs between the two nodes of a node pair (default 1)")
+    p.add_argument("--repetitions", type=int, default=1, help="whole scans, one after the "
+                   "other; a node pair's value is its median over them (default 1)")
+    p.add_argument("--timeout", type=float, default=600.0, help="per round and launch, s")
+    add_exe_arguments(p)
+    p.add_argument("--binary", default=None, help="pairbench-mpi / pairbench-verbs path")
+    p.add_argument("--remote-binary", default=None, help="ssh: executable path on the hosts")
+    p.add_argument("--launcher-cmd", default=None, help="path of mpirun/srun/ssh")
+    p.add_argument("--launcher-args", default="", help="extra launcher options, one string "
+                   "(shell-style quoting), e.g. \"--mca btl tcp,self\"")
+    p.add_argument("--exe-args", default="", help="extra executable options, one string")
+    p.add_argument("--results-dir", default=None, help="parent of the new run directory "
+                   "(default results/)")
+    p.add_argument("--tolerance", type=float, default=0.10, help="a link or node is suspect "
+                   "only if worse than the reference by more than this fraction (default 0.10)")
+    p.add_argument("--z", type=float, default=3.5, help="...and below exp(-z x noise), noise "
+                   "= 1.4826 MAD of ln(perf) over the healthy links (default 3.5)")
+
+
+def config_from_ns(ns: argparse.Namespace, run_dir: Path) -> FabricConfig:
+    hosts = tuple(h.strip() for h in ns.hosts.split(",") if h.strip())
+    tests = (tuple(t.strip() for t in ns.test.split(",") if t.strip()) if ns.test
+             else default_tests(ns.layer))
+    binary = ns.binary or str(repo_root() / "build" / "bin" / f"pairbench-{ns.layer}")
+    try:
+        largs = tuple(shlex.split(ns.launcher_args))
+        eargs = tuple(shlex.split(ns.exe_args))
+    except ValueError as exc:
+        raise UsageError(f"--launcher-args/--exe-args: {exc}") from None
+    if not 0 < ns.tolerance < 1:
+        raise UsageError(f"--tolerance must be in (0, 1), got {ns.tolerance}")
+    if ns.z < 0:
+        raise UsageError(f"--z must be >= 0, got {ns.z}")
+    return FabricConfig(layer=ns.layer, launcher=ns.launcher, hosts=hosts, tests=tests,
+                        sizes=tuple(parse_sizes(ns.sizes)), binary=binary,
+                        run_dir=str(run_dir), ranks_per_node=ns.ranks_per_node,
+                        repetitions=ns.repetitions, timeout_s=ns.timeout,
+                        launcher_cmd=ns.launcher_cmd, launcher_args=largs,
+                        remote_binary=ns.remote_binary, as_root=os.geteuid() == 0,
+                        exe_args=eargs, **exe_values(ns))
+
+
+def run_fabric(ns: argparse.Namespace) -> int:
+    probe = config_from_ns(ns, Path("/nonexistent-run-dir"))
+    n_err, run_dir = scan_to_dir(probe, ns.results_dir,
+                                 {"tolerance": ns.tolerance, "z": ns.z})
+    summary = write_outputs(run_dir, ns.tolerance, ns.z)
+    print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
+          else summary["text"], file=sys.stderr)
+    print(run_dir, flush=True)
+    return 0 if n_err == 0 else 1

@@ -1,0 +1,23 @@
+"""`pairbench report`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pairbench.present.report import write_report
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", metavar="RUN", help="run directory or data CSV")
+    p.add_argument("base", metavar="BASE", nargs="?", default=None,
+                   help="optional base run to compare with")
+    p.add_argument("--out", default=None, help="HTML file (default RUN/report.html)")
+
+
+def run_report(ns: argparse.Namespace) -> int:
+    write_report(Path(ns.run), Path(ns.base) if ns.base else None,
+                 Path(ns.out) if ns.out else None)
+    return 0
+
+

@@ -1,0 +1,75 @@
+"""`pairbench sweep`: plan -> run -> collect into a new run directory.
+
+results/<date>-<host>-<shortid>/ holds data.csv (every row of every executable plus run_id
+and repetition), metadata.json (configuration, fingerprint, per-point record) and raw/
+(each process's stdout, stderr, CSV and --env-json file). Files are written atomically;
+nothing is overwritten. The work is pairbench.runner.sweep's; with --repetitions auto the
+decision is pairbench.analysis.decide's.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pairbench.analysis.decide import Decider
+from pairbench.contract.sizes import SIZE_LIST_RULE
+from pairbench.contract.testtable import LAYERS
+from pairbench.runner import launchers
+from pairbench.runner.exeopts import add_exe_arguments
+from pairbench.runner.options import MAX_QPS, SweepOptions
+from pairbench.runner.sweep import sweep_to_dir
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--layer", required=True, choices=LAYERS)
+    p.add_argument("--test", action="append", required=True, metavar="NAME",
+                   help="test name; repeat or comma-separate for several")
+    p.add_argument("-s", "--sizes", default="1:64K",
+                   help=f"message sizes: {SIZE_LIST_RULE} (default 1:64K)")
+    p.add_argument("--pairs", default="1", help="pair counts, e.g. 1,2,4,8 (default 1)")
+    p.add_argument("--qps", default=None, help="verbs: queue pairs per pair, e.g. 1,8,64 (a point "
+                   f"per value, 1..{MAX_QPS}; default: the executable's 1)")
+    p.add_argument("--repetitions", default="1", metavar="N|auto[:MAX]",
+                   help="runs of every point (default 1); auto[:MAX]: 3, then more of the "
+                   "undecided points until decided or MAX (default 10; docs/driver.md)")
+    p.add_argument("--baseline", default=None, metavar="RUN",
+                   help="with --repetitions auto: decide every point against this run (as "
+                   "pairbench compare RUN NEW would)")
+    p.add_argument("--detect", default=None, metavar="PCT",
+                   help="with --repetitions auto and no --baseline: the change every point "
+                   "must be able to show (default twice each metric's threshold)")
+    p.add_argument("--thresholds", default=None, metavar="TOML",
+                   help="with --repetitions auto: compare's thresholds file (metrics, "
+                   "thresholds, confidence) for deciding; give the same to compare")
+    p.add_argument("--launcher", choices=launchers.names(), default="local")
+    p.add_argument("--hosts", default=None, help="comma-separated hosts (mpirun -H, srun "
+                   "--nodelist, ssh: server,client)")
+    p.add_argument("--timeout", type=float, default=300.0, help="per point, seconds (default 300)")
+    p.add_argument("--results-dir", default=None, help="parent of the run directory "
+                   "(default <repo>/results)")
+    p.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--binary", default=None, help="executable (default build/bin/pairbench-LAYER)")
+    p.add_argument("--remote-binary", default=None, help="ssh: executable path on the hosts")
+    p.add_argument("--connect-addr", default=None, help="verbs with ssh/mpirun/srun: address "
+                   "of the server's RDMA device (default: the first host)")
+    p.add_argument("--rig-devices", type=int, default=None, metavar="N",
+                   help="--launcher softroce: Soft-RoCE devices the rig creates (softroce-run "
+                        "--devices; default: as many as --devices names, else 1)")
+    p.add_argument("--launcher-cmd", default=None,
+                   help="path of mpirun/srun/ssh or of the Soft-RoCE rig to use")
+    p.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
+                   help="extra launcher argument (repeat; write --launcher-arg=--x)")
+    p.add_argument("--exe-arg", action="append", default=[], metavar="ARG",
+                   help="extra executable argument (repeat; write --exe-arg=--x)")
+    add_exe_arguments(p)
+    p.add_argument("--rig-timeout", type=float, default=None,
+                   help="softroce: limit for the whole rig run (default from the plan)")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def run_sweep(ns: argparse.Namespace) -> int:
+    """The CLI shell of `pairbench sweep`."""
+    opts = SweepOptions.from_namespace(ns)
+    decide = Decider(opts.auto) if opts.auto is not None else None  # bad files: exit 2 now
+    return sweep_to_dir(opts, decide)[0]

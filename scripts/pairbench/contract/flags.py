@@ -1,0 +1,37 @@
+"""Measurement flags as the driver reads them: the `flags` column (';'-separated) and what
+each machine-dependent flag means for a reader (core/pb_flags.h writes them).
+
+Runs written before the executables set these flags (CSV schema versions 1 and 2) get them
+inferred from metadata.json: processes per point against the logical CPUs of the
+fingerprint (oversubscribed), an rxe/siw device in the fingerprint (emulated_device,
+link_rate_nominal).  docs/methodology.md, "Flags".
+"""
+
+from __future__ import annotations
+
+# Flags that say the machine, not the interconnect, limited what a row shows.  accept
+# refuses to pass a criterion on rows carrying one unless the spec lists it in accept_flags.
+MACHINE_FLAGS: dict[str, str] = {
+    "oversubscribed": "more busy-polling processes than CPUs on the node: the figures "
+                      "measure the scheduler on this machine, not the interconnect",
+    "emulated_device": "the RDMA device is emulated in software (rdma_rxe / siw): "
+                       "correctness only, never speed",
+    "link_rate_nominal": "the device reports a nominal link rate (emulated device): "
+                         "link_pct is left empty",
+    "link_rate_unknown": "the device reports no link rate: link_pct is left empty",
+}
+# Flags a measurement sets on its own row.
+MEASURED_FLAGS: dict[str, str] = {
+    "above_link_rate": "bandwidth above the link rate: a measurement error",
+    "tail_dominated": "a fixed count (-n) whose bandwidth pairs ended more than 5 % of the "
+                      "window apart: the aggregate understates what the pairs did together "
+                      "(run without -n: one common window)",
+    "sample_cap": "a latency pair filled its room for samples before the target time",
+}
+EMULATED_PREFIXES = ("rxe", "siw")
+
+
+def split(cell: object) -> set[str]:
+    return {f for f in str(cell or "").split(";") if f} if isinstance(cell, str) else set()
+
+

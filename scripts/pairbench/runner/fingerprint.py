@@ -1,0 +1,197 @@
+"""Environment fingerprint stored in metadata.json.
+
+Every field is read from the system (sysfs, /proc, tools if installed). What cannot be
+read is recorded as null (JSON) — never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from pairbench import __version__
+from pairbench.io import procutil
+
+
+def _read(path: Path | str) -> str | None:
+    try:
+        return Path(path).read_text(errors="replace").strip()
+    except OSError:
+        return None
+
+
+Stop = Callable[[], bool] | None
+
+
+def _cmd(argv: list[str], stop: Stop = None, timeout_s: float = 10.0) -> str | None:
+    """stdout of a command, or None if it is not installed / fails / does not finish within
+    timeout_s / stop() turned true (it runs in its own process group, killed then)."""
+    if shutil.which(argv[0]) is None:
+        return None
+    p = procutil.run_captured(argv, timeout_s, stop)
+    if p is None:
+        return None
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
+
+
+def cpu_info(stop: Stop = None) -> dict:
+    info: dict = {"model": None, "logical_cpus": os.cpu_count(), "cores": None, "sockets": None,
+                  "threads_per_core": None, "smt_active": None, "governor": None, "flags": None,
+                  "clocksource": None}
+    cpuinfo = _read("/proc/cpuinfo") or ""
+    m = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, flags=re.M)
+    info["model"] = m.group(1).strip() if m else None
+    m = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, flags=re.M)
+    if m:
+        wanted = {"constant_tsc", "nonstop_tsc", "avx2", "avx512f", "hypervisor"}
+        info["flags"] = sorted(wanted & set(m.group(1).split()))
+    lscpu = _cmd(["lscpu", "-J"], stop)
+    if lscpu:
+        try:
+            fields = {e["field"].rstrip(":"): e["data"] for e in json.loads(lscpu)["lscpu"]}
+        except (ValueError, KeyError, TypeError):
+            fields = {}
+        def num(key: str) -> int | None:
+            v = fields.get(key)
+            return int(v) if v and str(v).isdigit() else None
+        tpc, cps, sockets = num("Thread(s) per core"), num("Core(s) per socket"), num("Socket(s)")
+        info["threads_per_core"] = tpc
+        info["sockets"] = sockets
+        info["cores"] = cps * sockets if cps and sockets else None
+        info["model"] = info["model"] or fields.get("Model name")
+    # The kernel's clocksource decides what one clock read costs (tsc: vDSO, tens of
+    # ns; hpet/acpi_pm: a system call, about 1 us) and so what sits in each sample.
+    info["clocksource"] = _read(
+        "/sys/devices/system/clocksource/clocksource0/current_clocksource")
+    smt = _read("/sys/devices/system/cpu/smt/active")
+    info["smt_active"] = None if smt is None else smt == "1"
+    govs = {}
+    for g in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")):
+        govs[g.parent.parent.name] = _read(g)
+    if govs:
+        values = set(govs.values())
+        info["governor"] = values.pop() if len(values) == 1 else govs
+    return info
+
+
+def numa_info(stop: Stop = None) -> dict:
+    nodes = {}
+    for n in sorted(Path("/sys/devices/system/node").glob("node[0-9]*")):
+        nodes[n.name] = _read(n / "cpulist")
+    return {"nodes": nodes or None,
+            "hwloc_synthetic": _cmd(["lstopo-no-graphics", "--of", "synthetic",
+                                     "--no-io"], stop)}
+
+
+def _pci_info(dev: Path, stop: Stop = None) -> dict:
+    pci = dev / "device"
+    out: dict = {"pci_address": None, "pcie_link_speed": _read(pci / "current_link_speed"),
+                 "pcie_link_width": _read(pci / "current_link_width"), "max_read_req": None,
+                 "numa_node": _read(pci / "numa_node")}
+    if not pci.exists():  # e.g. rxe: no PCI device behind it
+        return out
+    try:
+        out["pci_address"] = pci.resolve().name
+    except OSError:
+        return out
+    lspci = _cmd(["lspci", "-vv", "-s", out["pci_address"]], stop)
+    m = re.search(r"MaxReadReq (\d+ bytes)", lspci or "")
+    out["max_read_req"] = m.group(1) if m else None  # needs root for lspci -vv; else null
+    return out
+
+
+def rdma_devices(stop: Stop = None) -> list[dict] | None:
+    base = Path("/sys/class/infiniband")
+    if not base.is_dir():
+        return None
+    devs = []
+    for dev in sorted(base.iterdir()):
+        entry: dict = {"name": dev.name, "fw_ver": _read(dev / "fw_ver"),
+                       "board_id": _read(dev / "board_id"), "hca_type": _read(dev / "hca_type"),
+                       "node_type": _read(dev / "node_type"), "ports": {}}
+        for port in sorted((dev / "ports").glob("*")):
+            entry["ports"][port.name] = {"link_layer": _read(port / "link_layer"),
+                                         "rate": _read(port / "rate"),
+                                         "state": _read(port / "state")}
+        entry.update(_pci_info(dev, stop))
+        devs.append(entry)
+    return devs
+
+
+def package_version(pkg: str, stop: Stop = None) -> str | None:
+    return _cmd(["dpkg-query", "-W", "-f", "${Version}", pkg], stop)
+
+
+def mpi_info(stop: Stop = None) -> dict:
+    text = _cmd(["ompi_info", "--version"], stop) or _cmd(["mpirun", "--version"], stop)
+    first = text.splitlines()[0].strip() if text else None
+    return {"library_version": first, "mpirun": shutil.which("mpirun")}
+
+
+def git_info(repo: Path, stop: Stop = None) -> dict:
+    commit = _cmd(["git", "-C", str(repo), "rev-parse", "HEAD"], stop)
+    status = _cmd(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                  stop)
+    return {"commit": commit, "dirty": None if commit is None else bool(status)}
+
+
+def os_release() -> str | None:
+    text = _read("/etc/os-release") or ""
+    m = re.search(r'^PRETTY_NAME="?([^"\n]+)"?', text, flags=re.M)
+    return m.group(1) if m else None
+
+
+def gather(repo: Path, argv: list[str] | None = None, stop: Stop = None) -> dict:
+    """The fingerprint of this machine, now; its helper commands end early (as unknown)
+    once stop() turns true."""
+    return {
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "os": os_release(),
+        "cpu": cpu_info(stop),
+        "numa": numa_info(stop),
+        "rdma_devices": rdma_devices(stop),
+        "rdma_core_version": package_version("rdma-core", stop),
+        "libibverbs_version": package_version("libibverbs1", stop),
+        "mpi": mpi_info(stop),
+        "pairbench_version": __version__,
+        "git": git_info(repo, stop),
+        "python": sys.version.split()[0],
+        "command_line": list(argv if argv is not None else sys.argv),
+        "rig": {k: os.environ.get(k) for k in
+                ("PB_RIG_MODE", "PB_RDMA_DEVICE", "PB_RDMA_GID_INDEX", "PB_RDMA_IP")},
+        "memlock_limit": _memlock(),
+        "loadavg": loadavg(),
+    }
+
+
+def loadavg() -> dict | None:
+    """/proc/loadavg now: 1-, 5- and 15-minute averages and runnable/total tasks. Timing is
+    only meaningful on a quiet machine, so a run records it at its start (in the
+    fingerprint) and at its end (metadata.json "loadavg_finished")."""
+    text = _read("/proc/loadavg")
+    parts = text.split() if text else []
+    if len(parts) < 4:
+        return None
+    try:
+        return {"1min": float(parts[0]), "5min": float(parts[1]), "15min": float(parts[2]),
+                "tasks": parts[3]}
+    except ValueError:
+        return None
+
+
+def _memlock() -> str | None:
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    except (ImportError, OSError, ValueError):
+        return None
+    return "unlimited" if soft == resource.RLIM_INFINITY else str(soft)

@@ -1,0 +1,39 @@
+"""`--launcher mpirun`: Open MPI's mpirun. MPI layer: 2P ranks per point; verbs: one rank
+per side (each forks its P workers), rank 0 the server. As root, Open MPI needs its two
+"allow run as root" variables, which it adds."""
+
+from __future__ import annotations
+
+from pairbench.runner.launchers.base import OMPI_ROOT_ENV, Launcher, Side, main_side
+
+
+class Mpirun(Launcher):
+    name = "mpirun"
+    rank = 20
+    program = "mpirun"
+    multi_node = True
+    jobs = True
+
+    def sides(self, exe: list[str], pairs: int, raw: str) -> tuple[Side, ...]:
+        cfg = self.cfg
+        argv = [str(self.command), "--oversubscribe"]
+        if cfg.layer == "mpi":
+            argv += ["-np", str(2 * pairs)]
+        else:
+            argv += ["-np", "2", "--map-by", "node" if cfg.hosts else "slot"]
+            exe = exe + self.verbs_connect()
+        if cfg.hosts:
+            argv += ["-H", ",".join(cfg.hosts)]
+        return main_side(argv + list(cfg.launcher_args) + exe, raw)
+
+    def job_argv(self, exe: list[str], ranks_per_node: int) -> list[str]:
+        """K x R ranks, R per node, node i = the i-th host (ranks round-robin)."""
+        hosts, r = self.cfg.hosts, ranks_per_node
+        return [str(self.command), "-np", str(len(hosts) * r), "--map-by", "node",
+                "-H", ",".join(f"{h}:{r}" for h in hosts), *self.cfg.launcher_args, *exe]
+
+    def env(self) -> tuple[tuple[str, str], ...]:
+        return OMPI_ROOT_ENV if self.cfg.as_root else ()
+
+
+LAUNCHER = Mpirun

@@ -1,0 +1,39 @@
+"""`--launcher srun`: Slurm's srun on two nodes (a point) or K nodes (a fabric scan's job).
+MPI layer: 2P tasks, P on each node (pairbench-mpi pairs the i-th rank of one node with the
+i-th of the other: `-N2 -n 2P` alone lets Slurm fill the first node's CPUs, e.g. 3 + 1 for
+P = 2); verbs: one task per node."""
+
+from __future__ import annotations
+
+from pairbench.runner.launchers.base import Launcher, Side, main_side
+
+
+class Srun(Launcher):
+    name = "srun"
+    rank = 30
+    program = "srun"
+    multi_node = True
+    jobs = True
+
+    def sides(self, exe: list[str], pairs: int, raw: str) -> tuple[Side, ...]:
+        cfg = self.cfg
+        argv = [str(self.command), "-N2"]
+        if cfg.layer == "mpi":
+            argv += ["-n", str(2 * pairs), f"--ntasks-per-node={pairs}"]
+        else:
+            argv += ["-n", "2", "--ntasks-per-node=1"]
+            exe = exe + self.verbs_connect()
+        if cfg.hosts:
+            argv += ["--nodelist", ",".join(cfg.hosts)]
+        return main_side(argv + list(cfg.launcher_args) + exe, raw)
+
+    def job_argv(self, exe: list[str], ranks_per_node: int) -> list[str]:
+        """K x R tasks, R per node (srun numbers the nodes its own way: the rows' host
+        columns say which is which)."""
+        hosts, r = self.cfg.hosts, ranks_per_node
+        return [str(self.command), "-N", str(len(hosts)), "-n", str(len(hosts) * r),
+                f"--ntasks-per-node={r}", "--nodelist", ",".join(hosts),
+                *self.cfg.launcher_args, *exe]
+
+
+LAUNCHER = Srun

@@ -1,0 +1,183 @@
+"""Planning a sweep: a pure function from a configuration to the list of points to run.
+
+A point is one (layer, test, pairs, repetition); all message sizes go to one invocation.
+Each point carries the exact argument lists of the processes to start (one for
+local/mpirun/srun, two for ssh: server and client): the executable's options come from the
+option table (pairbench.runner.exeopts), the launcher's part from the launcher
+(pairbench.runner.launchers), and nothing else builds them.
+No file system, no environment, no clock: everything comes in through SweepConfig.
+A RigPlan (config + points) goes to and from plain JSON data for the Soft-RoCE rig.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from pairbench.contract.testtable import LAYERS
+from pairbench.errors import UsageError
+from pairbench.runner import launchers
+from pairbench.runner.exeopts import ExeSettings, exe_argv
+from pairbench.runner.launchers.base import Side
+
+
+@dataclass(frozen=True)
+class SweepConfig(ExeSettings):
+    """A checked sweep (pairbench.runner.options.config_from_options): what every point is
+    planned from. The executables' pass-through options are ExeSettings' fields."""
+
+    layer: str
+    tests: tuple[str, ...]
+    sizes: tuple[int, ...]
+    pairs: tuple[int, ...]
+    binary: str
+    run_dir: str
+    repetitions: int = 1
+    launcher: str = "local"
+    hosts: tuple[str, ...] = ()
+    timeout_s: float = 300.0
+    exe_args: tuple[str, ...] = ()
+    launcher_cmd: str | None = None
+    launcher_args: tuple[str, ...] = ()
+    remote_binary: str | None = None
+    as_root: bool = False
+    connect_addr: str | None = None  # verbs: address of the server's RDMA device
+    qps: tuple[int, ...] = ()  # verbs --qps values, a point each; () = the executable's default (1)
+    rig_devices: int = 1  # softroce: devices the rig creates
+    rig_timeout_s: float | None = None  # softroce: limit of the whole rig run (None: from the plan)
+
+
+@dataclass(frozen=True)
+class Point:
+    index: int
+    name: str
+    layer: str
+    test: str
+    pairs: int
+    repetition: int
+    sizes: tuple[int, ...]
+    sides: tuple[Side, ...]
+    timeout_s: float
+    csv: str | None  # file the executable writes with -o (relative); None = stdout of data side
+    env_json: str | None  # file written with --env-json (relative); None = not available
+    env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    qps: int | None = None  # verbs --qps of this point; None = not given (the executable's 1)
+
+    @property
+    def qps_cell(self) -> str:
+        """The qps column its rows carry: verbs rows always (1 by default), mpi rows never."""
+        if self.layer != "verbs":
+            return ""
+        return str(self.qps or 1)
+
+    @property
+    def data_side(self) -> Side:
+        """The process whose output holds the CSV rows (the client for ssh)."""
+        for s in self.sides:
+            if s.role in ("main", "client"):
+                return s
+        return self.sides[0]
+
+
+def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
+                env_json: str | None, qps: int | None = None) -> list[str]:
+    """The executable's own options for one point (common options of both executables)."""
+    args = ["--test", test, "--sizes", ",".join(str(s) for s in cfg.sizes), "--pairs", str(pairs)]
+    if qps is not None:
+        args += ["--qps", str(qps)]
+    args += exe_argv(cfg)
+    args += ["--timeout", f"{cfg.timeout_s:g}", "--quiet"]
+    if csv is not None:
+        args += ["--output", csv]
+    if env_json is not None:
+        args += ["--env-json", env_json]
+    return args + list(cfg.exe_args)
+
+
+def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int,
+               qps: int | None = None) -> Point:
+    name = f"r{rep}-{test}-p{pairs}" + (f"-q{qps}" if qps is not None else "")
+    raw = f"raw/{name}"
+    launcher = launchers.get(cfg)
+    if launcher.remote_binary:  # the executable runs elsewhere: its output comes back on stdout
+        csv = env_json = None
+        exe = exe_options(cfg, test, pairs, None, None, qps)
+    else:
+        csv, env_json = f"{raw}.csv", f"{raw}.env.json"
+        exe = [cfg.binary, *exe_options(cfg, test, pairs, f"{cfg.run_dir}/{csv}",
+                                          f"{cfg.run_dir}/{env_json}", qps)]
+    return Point(index=index, name=name, layer=cfg.layer, test=test, pairs=pairs, repetition=rep,
+                 sizes=cfg.sizes, sides=launcher.sides(exe, pairs, raw),
+                 timeout_s=cfg.timeout_s, csv=csv, env_json=env_json, env=launcher.env(),
+                 qps=qps)
+
+
+def plan_sweep(cfg: SweepConfig) -> list[Point]:
+    """All points of a sweep, repetition-major (so repetitions are spread over time)."""
+    if cfg.layer not in LAYERS:
+        raise UsageError(f"unknown layer {cfg.layer!r} (one of {', '.join(LAYERS)})")
+    launchers.get(cfg)  # an unknown launcher: UsageError naming the known ones
+    if not cfg.tests:
+        raise UsageError("no test given (--test NAME)")
+    if cfg.repetitions < 1:
+        raise UsageError("--repetitions must be >= 1")
+    if cfg.timeout_s <= 0:
+        raise UsageError("--timeout must be > 0")
+    if cfg.qps and cfg.layer != "verbs":
+        raise UsageError("--qps is a verbs option (queue pairs per pair)")
+    points: list[Point] = []
+    qps_values: tuple[int | None, ...] = cfg.qps or (None,)
+    for rep in range(1, cfg.repetitions + 1):
+        for test in cfg.tests:
+            for pairs in cfg.pairs:
+                for qps in qps_values:
+                    points.append(plan_point(cfg, len(points), test, pairs, rep, qps))
+    return points
+
+
+PLAN_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RigPlan:
+    """A sweep planned on the host and run inside the Soft-RoCE rig's VM: the host writes
+    it as JSON into the run directory (plan_to_json), `python -m pairbench.runner.riginside
+    FILE` reads it inside the VM (plan_from_json) and runs exactly these points there."""
+
+    config: SweepConfig
+    points: tuple[Point, ...]
+    meta: dict  # the run's metadata.json so far (run_id, started, config, ...), no fingerprint
+    fail_fast: bool = False
+    progress: bool = True
+    command_line: tuple[str, ...] = ()  # the user's command, for the fingerprint
+
+
+def plan_to_json(plan: RigPlan) -> dict:
+    return {"plan_version": PLAN_VERSION, "config": asdict(plan.config),
+            "points": [asdict(p) for p in plan.points], "meta": plan.meta,
+            "fail_fast": plan.fail_fast, "progress": plan.progress,
+            "command_line": list(plan.command_line)}
+
+
+def _tuples(value: object) -> object:
+    """JSON lists back to the tuples the frozen dataclasses hold."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def plan_from_json(data: dict) -> RigPlan:
+    """The plan plan_to_json wrote; UsageError when it is not one (another version)."""
+    if not isinstance(data, dict) or data.get("plan_version") != PLAN_VERSION:
+        raise UsageError(f"not a pairbench rig plan of version {PLAN_VERSION}")
+    try:
+        cfg = SweepConfig(**{k: _tuples(v) for k, v in data["config"].items()})
+        points = tuple(
+            Point(**{**{k: _tuples(v) for k, v in p.items()},
+                     "sides": tuple(Side(**{k: _tuples(v) for k, v in s.items()})
+                                    for s in p["sides"])})
+            for p in data["points"])
+        return RigPlan(config=cfg, points=points, meta=dict(data["meta"]),
+                       fail_fast=bool(data["fail_fast"]), progress=bool(data["progress"]),
+                       command_line=tuple(data["command_line"]))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"malformed pairbench rig plan: {exc}") from None
