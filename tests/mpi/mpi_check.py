@@ -78,7 +78,7 @@ def schema(a) -> list:
 
 
 def check_rows(a, text: str, cols: list, test: str, pairs: int, sizes: int) -> list:
-    """The one row checker (scripts/pairbench/rowcheck.py), then what this run adds:
+    """The one row checker (tests/support/rowcheck.py), then what this run adds:
     the row count, -n N as the ranks' count, hosts and peers."""
     info = TABLE[test]
     reader = csv.DictReader(io.StringIO(text))

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cli, sweep
-from pairbench.analysis import findings
 from pairbench.analysis.flags import infer_legacy, row_flags
 from pairbench.analysis.load import load_run
 from pairbench.contract import testtable
 from pairbench.contract.schema import load_metadata
-from pairbench.present import fmt
+from pairbench.present import findings, fmt
 
 VERBS_RUN = REPO / "results" / "20261123-090116-vm-d2f610"
 MPI_RUN = REPO / "results" / "20261123-090256-vm-29e824"

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cli
-from pairbench.analysis import findings
 from pairbench.analysis.flags import infer_legacy
 from pairbench.analysis.load import load_run
 from pairbench.contract import testtable
 from pairbench.contract.schema import load_metadata
+from pairbench.present import findings
 from pairbench.present.fmt import SCI_PATTERN
 from pairbench.present.screenshot import find_browser, render
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Parity of the two size-list parsers: the executables' (C, through size_list_cli, which
 parses --sizes with the same option-table entry as pairbench-verbs and pairbench-mpi) and the
-driver's (scripts/pairbench/sizes.py). Every string must give the same list, or be rejected
+driver's (scripts/pairbench/contract/sizes.py). Every string must give the same list, or be rejected
 by both; the expected outcome is stated here too, so a rule change cannot slip through both.
 
 Usage: size_list_parity.py SIZE_LIST_CLI [BINARY --help ...]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check a pairbench-verbs CSV with the one row checker (scripts/pairbench/rowcheck.py):
+"""Check a pairbench-verbs CSV with the one row checker (tests/support/rowcheck.py):
 header = --print-schema, one row per pair plus 'all' per size, and every row
 invariant of the contract for the test as the binary's test table describes it.
 

@@ -19,7 +19,7 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
                        reference = median over nodes of each node's median link) >= min_share
                        (e.g. 0.9: no node pair below 90 % of the median bandwidth)
   [[fabric_max_outliers]]    fabric scan: suspect nodes + suspect links <= max_outliers,
-                       by the rule of pairbench.outliers with the criterion's tolerance, z
+                       by the rule of pairbench.analysis.outliers with the criterion's tolerance, z
   [sanity]             max_link_pct (default 100): any row above it fails (bandwidth above
                        the link rate is a measurement error), as does the above_link_rate flag
 Values are medians over repetitions of the aggregate (pair_id=all) row. A criterion that
@@ -59,7 +59,7 @@ WORST_OF = {"lat_us_p50": "worst_lat_us_p50", "lat_us_p99": "worst_lat_us_p99"}
 LAT_METRICS = tuple(m for m in METRICS if m.startswith("lat_us_"))
 
 
-# The spec's schema (pairbench.tomlschema): one dataclass per table, one key() per key.
+# The spec's schema (pairbench.io.tomlschema): one dataclass per table, one key() per key.
 @dataclass(frozen=True, kw_only=True)
 class MinLinkPct:
     test: str = key(Str())
@@ -141,7 +141,7 @@ class FabricMaxOutliers:
 class SpecInfo:
     name: str | None = key(Str(), None)
     layer: str | None = key(Str(testtable.LAYERS), None)
-    # Machine flags (pairbench.flags) the spec accepts on the rows it judges; a criterion
+    # Machine flags (pairbench.contract.flags) the spec accepts on the rows it judges; a criterion
     # on a row with any other machine flag cannot pass.
     accept_flags: list[str] = key(ListOf(Str(tuple(MACHINE_FLAGS)), strict=True),
                                   factory=list)
@@ -330,7 +330,7 @@ def _note_tail(agg: pd.DataFrame, rows: list[dict]) -> None:
 
 
 def _fabric(df: pd.DataFrame, spec: dict, c: dict, rows: list[dict], share: bool) -> None:
-    """Fabric criteria: per (test, size) of the scan's node pairs (pairbench.outliers)."""
+    """Fabric criteria: per (test, size) of the scan's node pairs (pairbench.analysis.outliers)."""
     from pairbench.analysis.outliers import analyse
 
     d = df if not spec.get("layer") else df[df["layer"] == spec["layer"]]

@@ -6,7 +6,7 @@ the threshold proven everywhere, 3 = inconclusive (neither; 0 with --allow-incon
 
 A point is (layer, test, variant, msg_size_bytes, pairs) on the aggregate row (pair_id=all).
 Each repetition gives one value per point and metric; base and new are geometric means over
-repetitions and ratio = new / base. The verdicts come from pairbench.verdict: a moderated t
+repetitions and ratio = new / base. The verdicts come from pairbench.analysis.verdict: a moderated t
 test on log values against the threshold, Benjamini-Hochberg over every comparison made.
 """
 
@@ -85,7 +85,7 @@ class _MetricName(Str):
         return name
 
 
-# The thresholds file's schema (pairbench.tomlschema; examples/compare-thresholds.toml).
+# The thresholds file's schema (pairbench.io.tomlschema; examples/compare-thresholds.toml).
 @dataclass(frozen=True)
 class _DefaultThresholds:
     relative: float | None = tomlschema.key(Num(), None)
@@ -339,7 +339,7 @@ def _timing_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> li
 def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
                    metrics: list[str] | None = None) -> pd.DataFrame:
     """One row per (point, metric) present in both runs, with the verdict of the whole
-    comparison (pairbench.verdict); the fitted priors are in `.attrs["priors"]`.  Points
+    comparison (pairbench.analysis.verdict); the fitted priors are in `.attrs["priors"]`.  Points
     that differ only in their buffer layout get a row each with verdict 'not comparable'
     and the reason (they are left out of the tested family), and so do points the two
     runs timed differently (--timing block vs per iteration).  Block-timed points are

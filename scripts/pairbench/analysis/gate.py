@@ -1,6 +1,6 @@
 """The regression gate's answer from a comparison (issue 22; docs/compare-and-accept.md,
 "The gate"): per comparison compare's `gate` column (regression / no regression /
-inconclusive, from pairbench.verdict), for the run the worst of them, the exit code
+inconclusive, from pairbench.analysis.verdict), for the run the worst of them, the exit code
 (1 / 0 / 3; 2 is bad input) and the lines that lead compare's, report's and show's output:
 the regressions, the inconclusive comparisons with the repetitions per side that would
 decide them, and how many are proven no regression."""

@@ -81,5 +81,6 @@ def columns_of(version: int) -> tuple[str, ...]:
 DRIVER_COLUMNS: tuple[str, ...] = ("run_id", "repetition")
 
 # The flag of rows timed as one block (pairbench-mpi --timing block: lat_us_mean only;
-# core/pb_result.c writes it, docs/mpi.md "Block timing"); pairbench.flags documents the rest.
+# core/pb_result.c writes it, docs/mpi.md "Block timing"); pairbench.contract.flags
+# documents the rest.
 BLOCK_TIMED = "block_timed"

@@ -1,8 +1,8 @@
 """`pairbench report RUN [BASE]`: one self-contained HTML file that opens on what the run
 found — warnings that cannot be missed, the comparison verdict with BASE (regressions
-first), per-test findings (pairbench.findings) — then the tables, the plots (inline PNG),
+first), per-test findings (pairbench.present.findings) — then the tables, the plots (inline PNG),
 the environment and the pinning as readable tables.  Rendered through jinja2 templates
-(scripts/pairbench/templates); numbers through pairbench.fmt (never scientific notation).
+(scripts/pairbench/templates); numbers through pairbench.present.fmt (never scientific notation).
 
 Extra sections: `build_report(..., extra=[(title, html), ...])` appends them after the
 tables (the caller owns that HTML; e.g. a fabric scan's page).
@@ -20,7 +20,6 @@ from pathlib import Path
 import pandas as pd
 
 from pairbench import __version__
-from pairbench.analysis import findings
 from pairbench.analysis.compare import Thresholds, compare_frames
 from pairbench.analysis.flags import infer_legacy, row_flags
 from pairbench.analysis.frames import (
@@ -37,7 +36,7 @@ from pairbench.contract.sizes import size_label
 from pairbench.contract.testtable import TestTable
 from pairbench.errors import UsageError
 from pairbench.io.safeio import write_output
-from pairbench.present import fmt
+from pairbench.present import findings, fmt
 from pairbench.present.compare import method_lines
 from pairbench.present.plot import plot_runs, run_label
 

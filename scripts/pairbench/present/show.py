@@ -1,5 +1,5 @@
 """`pairbench show RUN [BASE]`: the report's headline in the terminal — the same warnings,
-comparison verdict and per-test findings (pairbench.findings), as rich tables — for people
+comparison verdict and per-test findings (pairbench.present.findings), as rich tables — for people
 who live in ssh sessions.  Exit 0 (it judges nothing; `accept` and `compare` do)."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from pairbench.analysis import findings
 from pairbench.analysis.compare import Thresholds, compare_frames
 from pairbench.analysis.flags import infer_legacy
 from pairbench.analysis.load import load_run
 from pairbench.contract import testtable
 from pairbench.contract.schema import load_metadata
 from pairbench.errors import UsageError
+from pairbench.present import findings
 from pairbench.present.plot import run_label
 
 

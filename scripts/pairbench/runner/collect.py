@@ -37,7 +37,7 @@ def _signame(num: int) -> str:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write a run-directory file so that readers see the old or the new content, never a
-    torn one (pairbench.safeio: the one output writer of every command)."""
+    torn one (pairbench.io.safeio: the one output writer of every command)."""
     write_output(path, text, "run file")
 
 

@@ -13,7 +13,7 @@ median over repetitions:
                (worst_lat_us_p50 / lat_us_p50), or whose slowest pair has the smallest
                share of the mean pair bandwidth (min_pair_bw_share)
   start skew   the largest start skew of a multi-pair point
-Warnings: every machine flag (pairbench.flags), error rows, missing points (metadata's
+Warnings: every machine flag (pairbench.contract.flags), error rows, missing points (metadata's
 planned points without a headline row), bandwidth above the link rate.  With a base run:
 the gate's answer first (regression / no regression / inconclusive, with the points and the
 repetitions that would decide them: compare.gate_lines), then the verdicts, regressions
