@@ -7,7 +7,7 @@
  *
  * Sizes: an integer with an optional binary suffix K (2^10), M (2^20) or
  * G (2^30).  Size lists (PB_SIZE_LIST_RULE; the driver's
- * scripts/pairbench/sizes.py follows the same rule, tests/unit/size_list_parity.py
+ * scripts/pairbench/contract/sizes.py follows the same rule, tests/unit/size_list_parity.py
  * checks both): comma-separated items, each a size or a range "A:B" meaning
  * every power of two from A to B, where A and B must themselves be powers of
  * two and A <= B.  Values stay in the order written; a value listed twice

@@ -18,7 +18,7 @@ from conftest import FAKE
 from pairbench.analysis import frames as analysis
 from pairbench.contract import testtable
 from pairbench.errors import UsageError
-from pairbench.runner import sweep
+from pairbench.runner import options as sweep
 from pairbench.runner.launchers import softroce as rigrun
 
 TABLES = {t.name: t for t in testtable.load_snapshot()["verbs"]}

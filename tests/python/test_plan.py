@@ -206,8 +206,8 @@ def test_sweep_options_are_the_command_line_typed() -> None:
     command line that parses to the same options (what `pairbench default` logs)."""
     import argparse
 
+    from pairbench.commands.sweep import add_arguments
     from pairbench.runner.options import SweepOptions
-    from pairbench.runner.sweep import add_arguments
 
     p = argparse.ArgumentParser()
     add_arguments(p)

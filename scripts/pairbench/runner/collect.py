@@ -92,6 +92,17 @@ def failure_reason(result: PointResult, run_dir: Path) -> str | None:
     return None
 
 
+def point_key(point: Point) -> tuple[str, str, str, str]:
+    """The identity every row of a point carries (test, pairs, repetition, qps cells), as
+    row_key reads it back from a row: which planned points have rows in a data.csv."""
+    return (point.test, str(point.pairs), str(point.repetition), point.qps_cell)
+
+
+def row_key(row: Row) -> tuple[str, str, str, str]:
+    return (row.get("test", ""), row.get("pairs", ""), row.get("repetition", ""),
+            row.get("qps", ""))
+
+
 def error_rows(point: Point, sizes: list[int], reason: str, run_id: str) -> list[Row]:
     """One error row per size: the keys filled in, measurements empty."""
     rows = []

@@ -182,13 +182,14 @@ def exe_argv(values: object) -> list[str]:
     return [a for o in EXE_OPTIONS for a in o.passed(v[o.field])]
 
 
-def driver_argv(values: object) -> list[str]:
-    """The driver's own options asking for the same (for logs and round trips)."""
+def driver_argv(values: object, switches: bool = False) -> list[str]:
+    """The driver's own options asking for the same (for logs and round trips): those with a
+    value, or (switches=True) the switches."""
     v = exe_values(values)
     out: list[str] = []
     for o in EXE_OPTIONS:
         val = v[o.field]
-        if val is None or val is False:
+        if val is None or val is False or (o.kind is bool) != switches:
             continue
         out += [o.driver_flag] if o.kind is bool else [
             o.driver_flag, f"{val:g}" if o.kind is float else str(val)]

@@ -89,7 +89,12 @@ class SweepOptions(ExeSettings):
         args = ["--layer", self.layer, "--test", ",".join(self.tests)]
         for opt, val, default in (
                 ("--pairs", self.pairs, "1"), ("--qps", self.qps, None),
-                ("--sizes", self.sizes, "1:64K"), ("--launcher", self.launcher, "local"),
+                ("--sizes", self.sizes, "1:64K")):
+            if val is not None and val != default:
+                args += [opt, str(val)]
+        args += driver_argv(self)
+        for opt, val, default in (
+                ("--launcher", self.launcher, "local"),
                 ("--repetitions", self.repetitions if self.auto is None
                  else f"auto:{self.auto.max_reps}", 1), ("--timeout", self.timeout_s, 300.0),
                 ("--baseline", self.auto and self.auto.baseline, None),
@@ -103,7 +108,7 @@ class SweepOptions(ExeSettings):
                 ("--rig-timeout", self.rig_timeout_s, None)):
             if val is not None and val != default:
                 args += [opt, f"{val:g}" if isinstance(val, float) else str(val)]
-        args += driver_argv(self)
+        args += driver_argv(self, switches=True)
         args += [f"--launcher-arg={a}" for a in self.launcher_args]
         args += [f"--exe-arg={a}" for a in self.exe_args]
         if self.fail_fast:

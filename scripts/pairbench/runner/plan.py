@@ -111,8 +111,9 @@ def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int,
                  qps=qps)
 
 
-def plan_sweep(cfg: SweepConfig) -> list[Point]:
-    """All points of a sweep, repetition-major (so repetitions are spread over time)."""
+def check_config(cfg: SweepConfig) -> None:
+    """What makes a configuration unplannable, as UsageError (the launcher's own checks of
+    hosts and addresses: Launcher.check, which planning also meets)."""
     if cfg.layer not in LAYERS:
         raise UsageError(f"unknown layer {cfg.layer!r} (one of {', '.join(LAYERS)})")
     launchers.get(cfg)  # an unknown launcher: UsageError naming the known ones
@@ -124,6 +125,11 @@ def plan_sweep(cfg: SweepConfig) -> list[Point]:
         raise UsageError("--timeout must be > 0")
     if cfg.qps and cfg.layer != "verbs":
         raise UsageError("--qps is a verbs option (queue pairs per pair)")
+
+
+def plan_sweep(cfg: SweepConfig) -> list[Point]:
+    """All points of a sweep, repetition-major (so repetitions are spread over time)."""
+    check_config(cfg)
     points: list[Point] = []
     qps_values: tuple[int | None, ...] = cfg.qps or (None,)
     for rep in range(1, cfg.repetitions + 1):

@@ -34,7 +34,7 @@ from pairbench.runner.collect import (
 )
 from pairbench.runner.launchers.base import Launcher
 from pairbench.runner.options import SweepOptions, config_from_options
-from pairbench.runner.plan import Point, SweepConfig, plan_sweep
+from pairbench.runner.plan import Point, SweepConfig, check_config, plan_sweep
 from pairbench.runner.progress import SweepProgress
 from pairbench.runner.run import PointResult, run_point
 from pairbench.runner.rundir import now_iso, prepare_run_dir, repo_root
@@ -288,9 +288,10 @@ def sweep_to_dir(opts: SweepOptions, decide: Decide | None = None) -> tuple[int,
     so far, baseline run or None) says which points are still undecided (the caller hands in
     pairbench.analysis.decide's: the runner itself never judges rows)."""
     root = repo_root()
-    # Validate everything that can be validated before creating any directory.
+    # Everything that can be checked is checked before any directory exists: the options,
+    # the configuration, the launcher's hosts and program, the executable (start-up probe).
     probe = config_from_options(opts, Path("/nonexistent-run-dir"), root)
-    plan_sweep(probe)
+    check_config(probe)
     launcher = launchers.get(probe)
     if opts.auto is not None:
         if launcher.fixed_plan:
@@ -305,9 +306,9 @@ def sweep_to_dir(opts: SweepOptions, decide: Decide | None = None) -> tuple[int,
         check_launch(probe, start, launcher)
         tests = test_table(probe.binary, start)
         run_dir = prepare_run_dir(opts.run_dir, opts.results_dir, root)
-        cfg = config_from_options(opts, run_dir, root)
+        cfg = replace(probe, run_dir=str(run_dir))
         launcher = launchers.get(cfg)
-        points = plan_sweep(cfg)
+        points = plan_sweep(cfg)  # the one plan: checked above, so it cannot fail here
         run_id = run_dir.name
         meta = {"run_id": run_id, "kind": "pairbench sweep", "status": "running",
                 "started": now_iso(), "config": asdict(cfg)}

@@ -16,7 +16,13 @@ from typing import Any
 
 from pairbench.errors import UsageError
 from pairbench.io import procutil
-from pairbench.runner.collect import atomic_write_json, error_rows, read_rows
+from pairbench.runner.collect import (
+    atomic_write_json,
+    error_rows,
+    point_key,
+    read_rows,
+    row_key,
+)
 from pairbench.runner.launchers.local import Local
 from pairbench.runner.plan import RigPlan, plan_to_json
 from pairbench.runner.rundir import now_iso, repo_root
@@ -137,12 +143,12 @@ def run_softroce(plan: RigPlan, run_dir: Path, meta: dict, rig: str,
         except ValueError:
             ran = {}
     data = read_rows(run_dir / "data.csv")
-    have = {(r.get("test"), r.get("pairs"), r.get("repetition"), r.get("qps", "")) for r in data}
+    have = {row_key(r) for r in data}
     meaning = {124: " (deadline reached)", 125: " (rig failure)", 77: " (cannot run here)"}
     why = rig_error or (f"Soft-RoCE rig exited {rig_exit}{meaning.get(rig_exit or 0, '')} "
                         f"before this point ran: {rig_reason(run_dir / 'raw' / 'rig.stderr')}")
     for p in points:
-        if (p.test, str(p.pairs), str(p.repetition), p.qps_cell) not in have:
+        if point_key(p) not in have:
             data += error_rows(p, list(p.sizes), why, run_dir.name)
     meta = ran if ran.get("points") is not None else meta
     if stopped:

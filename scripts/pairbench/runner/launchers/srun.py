@@ -15,6 +15,11 @@ class Srun(Launcher):
     multi_node = True
     jobs = True
 
+    def check(self) -> None:
+        if self.cfg.layer == "verbs":
+            self.verbs_connect()  # the server's address, before looking for the program
+        super().check()
+
     def sides(self, exe: list[str], pairs: int, raw: str) -> tuple[Side, ...]:
         cfg = self.cfg
         argv = [str(self.command), "-N2"]

@@ -23,8 +23,8 @@ class Ssh(Launcher):
     multi_node = True
 
     def check(self) -> None:
+        self._hosts()  # the host count, before looking for the program
         super().check()
-        self._hosts()
 
     def _hosts(self) -> tuple[str, str]:
         if len(self.cfg.hosts) != 2:
