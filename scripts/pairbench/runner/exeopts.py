@@ -62,6 +62,13 @@ def _devices(flag: str, v: str) -> None:
                          "commas (e.g. rxe0,rxe1)")
 
 
+def _one_of(*choices: str) -> Callable[[str, str], None]:
+    def check(flag: str, v: str) -> None:
+        if v not in choices:
+            raise UsageError(f"{flag} {v!r}: expected one of {', '.join(choices)}")
+    return check
+
+
 @dataclass(frozen=True)
 class ExeOption:
     """One option of the executables that the driver passes through unchanged."""
@@ -111,6 +118,10 @@ EXE_OPTIONS: tuple[ExeOption, ...] = (
     ExeOption("--pin", str, "process placement (the executables' --pin POLICY)"),
     ExeOption("--pin-list", str, "PU OS indices for --pin list"),
     ExeOption("--allow-oversubscribe", bool, "allow more pinned processes than PUs"),
+    ExeOption("--buffers", str, "buffer layout of the tests that have a choice: fresh (one "
+              "buffer or slot per message in flight) or peer (one reused buffer, as OSU, IMB "
+              "and perftest); the rows' buffers column says which ran (docs/mpi.md, docs/verbs.md)",
+              check=_one_of("fresh", "peer")),
     ExeOption("--device", str, "verbs: RDMA devices of every point (pairbench-verbs -d: pairs "
               "round-robin over them; all = every device with an ACTIVE port); per-device "
               "aggregate rows follow (docs/verbs.md)", cli="--devices", dest="devices",
