@@ -46,7 +46,7 @@ static const struct pb_opt mp_opts[] = {
 	  mp_bind_mode_names, "MODE",
 	  "verify: keep and record a binding made by the launcher, else apply --pin; override: always apply --pin" },
 	{ "pattern", 0, PB_OPT_STRING, offsetof(struct mp_params, pattern), NULL, 0, 0, NULL, "P[/P...]",
-	  "who talks to whom across nodes: pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, nodes:A-B,...; P1/P2/... = rounds one after the other in this job (docs/patterns.md)" },
+	  "who talks to whom across nodes: pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, nodes:A-B,...; scan[:F[-L]][,skip=I,...] = rounds F..L (default all) of the fabric scan's round-robin tournament over the job's nodes, rows labelled scan:R; P1/P2/... = one after the other in this job (docs/patterns.md)" },
 	{ "startup-timeout", 0, PB_OPT_DOUBLE, offsetof(struct mp_params, startup_timeout_s), "60", 1,
 	  86400, NULL, "SEC",
 	  "deadline of the job's start-up (MPI_Init, node split, shm segment, placement), at least --timeout; --timeout bounds every wait after it" },
@@ -336,12 +336,12 @@ static int mp_run_round(struct mp_ctx *ctx, const struct mp_test *t, struct mp_m
 static void mp_rest_rounds(struct mp_ctx *ctx, const struct mp_test *t, int from,
 			   struct pb_sink *sink)
 {
-	for (int i = from; ctx->rank == 0 && i < ctx->n_patterns; i++) {
+	for (int i = from; ctx->rank == 0 && i < ctx->n_rounds; i++) {
 		struct pb_engine_params ep;
 		char flags[96];
 
 		mp_engine_params(ctx, t, ctx->pairs ? ctx->pairs : 1, &ep, flags, sizeof(flags));
-		ep.pattern = ctx->patterns[i].name;
+		ep.pattern = mp_world_round(ctx, i)->name;
 		pb_engine_rest_rows(&ep, ctx->host, sink->header_done ? 1 : 0,
 				    "not run: an earlier round failed", sink);
 	}
@@ -371,8 +371,8 @@ static int mp_run(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **
 					.table = ctx->rank == 0 && !ctx->p->c.quiet ? stderr : NULL };
 
 		rc = mp_run_round(ctx, t, meet, &sink);
-		for (round = 1; !rc && round < ctx->n_patterns; round++) {
-			rc = mp_world_pair(ctx, t, &ctx->patterns[round]);
+		for (round = 1; !rc && round < ctx->n_rounds; round++) {
+			rc = mp_world_pair(ctx, t, mp_world_round(ctx, round));
 			if (!rc)
 				rc = mp_world_report(ctx, t, argc, argv);
 			if (!rc)

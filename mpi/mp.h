@@ -85,6 +85,7 @@ struct mp_ctx {
 	/* --pattern: the rounds (parsed from p->pattern) and the one being run */
 	struct mp_pattern *patterns;
 	int n_patterns;
+	int n_rounds;                /* the patterns' rounds (a scan has many), from the node count */
 	const struct mp_pattern *pattern;
 	struct mp_rank_info *infos;  /* every rank's node (mp_world_setup), for re-pairing */
 };
@@ -161,6 +162,11 @@ int mp_world_pair(struct mp_ctx *ctx, const struct mp_test *t, const struct mp_p
  * naming the bad pattern.
  */
 int mp_world_patterns(struct mp_ctx *ctx, const char *text, char *err, size_t len);
+/*
+ * Round idx (0..n_rounds-1) of --pattern: its pattern, selected on that
+ * round (a scan's round R is named scan:R); NULL past the end.
+ */
+struct mp_pattern *mp_world_round(struct mp_ctx *ctx, int idx);
 /* Print the pairing (rank 0) and write the --env-json record (once). 0 or -errno. */
 int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv);
 void mp_world_teardown(struct mp_ctx *ctx);

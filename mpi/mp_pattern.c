@@ -119,8 +119,13 @@ int mp_pattern_parse(const char *text, struct mp_pattern *p, char *err, size_t l
 	}
 	if (!strncmp(text, "nodes:", 6))
 		return mp_pattern_parse_nodes(text + 6, p, err, len);
+	if (!strncmp(text, "scan", 4) && (!text[4] || text[4] == ':' || text[4] == ',')) {
+		p->kind = MP_PAT_SCAN;
+		snprintf(p->name, sizeof(p->name), "scan:%d", 1);
+		return mp_scan_parse(text + 4, &p->scan, err, len);
+	}
 	snprintf(err, len,
-		 "unknown --pattern '%.200s' (pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, nodes:A-B,...)",
+		 "unknown --pattern '%.200s' (pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, nodes:A-B,..., scan[:F-L])",
 		 text);
 	return -EINVAL;
 }
@@ -214,6 +219,8 @@ static int mp_pattern_check(const struct mp_pattern *p, int k, int r, char *err,
 			return -EINVAL;
 		}
 		return 0;
+	case MP_PAT_SCAN:
+		return 0;
 	case MP_PAT_NODES:
 		for (int i = 0; i < p->n_links; i++) {
 			if (p->link[i][0] >= k || p->link[i][1] >= k) {
@@ -226,6 +233,48 @@ static int mp_pattern_check(const struct mp_pattern *p, int k, int r, char *err,
 	}
 	snprintf(err, len, "unknown pattern kind");
 	return -EINVAL;
+}
+
+/* The pairs of a scan's current round: its node pairs, slot j -> slot j. */
+static int mp_pattern_scan_pairs(const struct mp_pattern *p, int k, int r, struct mp_pattern_out *o,
+				 char *err, size_t len)
+{
+	int (*ab)[2] = calloc((size_t)k / 2 + 1, sizeof(*ab));
+	int n;
+
+	if (!ab) {
+		snprintf(err, len, "out of memory for the round's node pairs");
+		return -ENOMEM;
+	}
+	n = mp_scan_links(&p->scan, k, ab, k / 2 + 1);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < r; j++)
+			mp_pattern_add(o, ab[i][0], j, ab[i][1], j);
+	free(ab);
+	if (!n) {
+		snprintf(err, len, "--pattern %s: no node pair left in this round (too many skipped)",
+			 p->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int mp_pattern_rounds(struct mp_pattern *p, int nodes, char *err, size_t len)
+{
+	int n = p->kind == MP_PAT_SCAN ? mp_scan_rounds(&p->scan, nodes, err, len) : 1;
+
+	p->n_rounds = n > 0 ? n : 0;
+	if (n > 0)
+		mp_pattern_round(p, 0);
+	return n;
+}
+
+void mp_pattern_round(struct mp_pattern *p, int i)
+{
+	if (p->kind != MP_PAT_SCAN)
+		return;
+	p->scan.round = p->scan.first + i;
+	snprintf(p->name, sizeof(p->name), "scan:%d", p->scan.round);
 }
 
 int mp_pattern_pairs(const struct mp_pattern *p, int k, int r, struct mp_pair_map *out, int max,
@@ -269,6 +318,11 @@ int mp_pattern_pairs(const struct mp_pattern *p, int k, int r, struct mp_pair_ma
 		for (int i = 0; i < p->n_links; i++)
 			for (int j = 0; j < r; j++)
 				mp_pattern_add(&o, p->link[i][0], j, p->link[i][1], j);
+		break;
+	case MP_PAT_SCAN:
+		rc = mp_pattern_scan_pairs(p, k, r, &o, err, len);
+		if (rc)
+			return rc;
 		break;
 	}
 	if (o.n > max) {

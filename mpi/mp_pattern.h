@@ -17,21 +17,26 @@
  *   alltoall     every unordered node pair at once, one rank pair each; R >= K-1;
  *                direction balanced: a -> b when (b-a) mod K < K/2, or == K/2 and a < b
  *   nodes:a-b,c-d,...  exactly these node pairs (no node twice), slot j <-> slot j
- *                (one round of a fabric scan; nodes numbered from 0)
+ *                (one hand-written round; nodes numbered from 0)
+ *   scan[:F[-L]][,skip=I,...]  rounds F..L of the fabric scan's round-robin
+ *                tournament, computed here from the node count (mp_scan.h);
+ *                each round is its own pattern, named scan:R
  * A run may give several patterns separated by '/': they run one after the
- * other in the same job (the rounds of a fabric scan).
+ * other in the same job.
  */
 #ifndef MP_PATTERN_H
 #define MP_PATTERN_H
 
 #include <stddef.h>
 
+#include "mp_scan.h"
+
 #define MP_PATTERN_MAX_LINKS 512
 #define MP_PATTERN_NAME_MAX 4096
 
 enum mp_pattern_kind {
 	MP_PAT_PAIRS, MP_PAT_SHIFT, MP_PAT_BISECTION, MP_PAT_INCAST, MP_PAT_FANOUT,
-	MP_PAT_ALLTOALL, MP_PAT_NODES,
+	MP_PAT_ALLTOALL, MP_PAT_NODES, MP_PAT_SCAN,
 };
 
 struct mp_pattern {
@@ -39,6 +44,8 @@ struct mp_pattern {
 	int arg;                               /* shift: S; incast/fanout: target node */
 	int n_links;                           /* nodes: the node pairs */
 	int link[MP_PATTERN_MAX_LINKS][2];
+	struct mp_scan scan;                   /* scan: its rounds; scan.round is the one run */
+	int n_rounds;                          /* set by mp_pattern_rounds */
 	char name[MP_PATTERN_NAME_MAX];        /* canonical text: the rows' pattern column */
 };
 
@@ -61,5 +68,14 @@ int mp_pattern_parse(const char *text, struct mp_pattern *p, char *err, size_t l
  */
 int mp_pattern_pairs(const struct mp_pattern *p, int nodes, int per_node, struct mp_pair_map *out,
 		     int max, char *err, size_t len);
+
+/*
+ * How many rounds p runs on a job of `nodes` nodes: 1, or a scan's rounds
+ * (>= 1), or -EINVAL with err.  Selects p's first round.
+ */
+int mp_pattern_rounds(struct mp_pattern *p, int nodes, char *err, size_t len);
+
+/* Select round i (0-based, < mp_pattern_rounds) of p: a scan's name becomes scan:R. */
+void mp_pattern_round(struct mp_pattern *p, int i);
 
 #endif

@@ -107,6 +107,34 @@ int mp_world_patterns(struct mp_ctx *ctx, const char *text, char *err, size_t le
 	return rc;
 }
 
+/* Resolve every pattern's rounds against the job's node count (a scan's come from it). */
+static int mp_world_rounds(struct mp_ctx *ctx, char *err, size_t len)
+{
+	ctx->n_rounds = 0;
+	for (int i = 0; i < ctx->n_patterns; i++) {
+		int n = mp_pattern_rounds(&ctx->patterns[i], ctx->n_nodes, err, len);
+
+		if (n < 0)
+			return n;
+		ctx->n_rounds += n;
+	}
+	return 0;
+}
+
+struct mp_pattern *mp_world_round(struct mp_ctx *ctx, int idx)
+{
+	for (int i = 0; i < ctx->n_patterns; i++) {
+		struct mp_pattern *p = &ctx->patterns[i];
+
+		if (idx < p->n_rounds) {
+			mp_pattern_round(p, idx);
+			return p;
+		}
+		idx -= p->n_rounds;
+	}
+	return NULL;
+}
+
 /* Pairs of a --pattern: the same number of ranks on every node, node rank = slot. */
 static int mp_world_pattern_pairs(struct mp_ctx *ctx, const struct mp_test *t,
 				  struct mp_rank_info *infos, char *err, size_t errlen)
@@ -446,7 +474,10 @@ int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t)
 		return rc ? rc : -ENOMEM;
 	mp_world_nodes(ctx, infos);
 	ctx->infos = infos;
-	ctx->pattern = ctx->n_patterns ? &ctx->patterns[0] : NULL;
+	rc = mp_world_rounds(ctx, err, sizeof(err));
+	if (mp_agree(ctx, rc, err))
+		return rc ? rc : -EINVAL;
+	ctx->pattern = ctx->n_patterns ? mp_world_round(ctx, 0) : NULL;
 	rc = mp_world_pairs(ctx, t, infos, ctx->pairs_given, err, sizeof(err));
 	rc = mp_agree(ctx, rc, err);
 	if (!rc) {

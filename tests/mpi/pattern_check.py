@@ -27,11 +27,14 @@ import rowcheck
 from mpi_env import env_for_mpi
 
 from pairbench.contract import testtable
+from pairbench.runner.schedule import tournament
 
 SKIP = 77
 TABLE = testtable.load_snapshot()["mpi"]
 # Namespaces of their own: runs beside the two-node tests' pbn-* without a clash.
-NETNS_ENV = {"PB_NETNS_PREFIX": "pbk", "PB_NETNS_NET": "10.214.0"}
+# (PB_NETNS_PREFIX/PB_NETNS_NET in the environment override them, for runs side by side.)
+NETNS_ENV = {"PB_NETNS_PREFIX": os.environ.get("PB_NETNS_PREFIX", "pbk"),
+             "PB_NETNS_NET": os.environ.get("PB_NETNS_NET", "10.214.0")}
 
 
 def expected(pattern: str, k: int, r: int) -> Counter:
@@ -59,6 +62,10 @@ def expected(pattern: str, k: int, r: int) -> Counter:
                 d = (b - a) % k
                 if a != b and (2 * d < k or (2 * d == k and a < b)):
                     out[(n[a], n[b])] += 1
+    elif pattern.startswith("scan:"):
+        # round R of the fabric scan: the driver's tournament (runner/schedule.py)
+        for a, b in tournament(n)[int(pattern.split(":")[1]) - 1]:
+            out[(a, b)] += r
     else:
         raise ValueError(pattern)
     return out
@@ -106,11 +113,16 @@ def main() -> int:
     k = a.nodes
     # Two ranks per node for the node-to-node patterns (shift needs an even count),
     # K-1 per node for the ones where a node talks to every other node.
+    # scan: the executable computes the tournament's rounds (scan:1..scan:N) itself.
     groups = [(["pairs", "shift:1", "shift:2", "bisection"], 2, "latency"),
-              (["incast", "fanout", "alltoall"], k - 1, "bw")]
+              (["incast", "fanout", "alltoall"], k - 1, "bw"), (["scan"], 2, "latency")]
     fails = []
     for patterns, r, test in groups:
         rows = run_group(a, patterns, r, test)
+        if patterns == ["scan"]:
+            patterns = [f"scan:{i + 1}" for i in range(len(tournament(range(k))))]
+            if {x["pattern"] for x in rows} != set(patterns):
+                fails.append(f"scan: rows labelled {sorted({x['pattern'] for x in rows})}")
         for pat in patterns:
             f = check(rows, pat, k, r, test)
             fails += f

@@ -197,6 +197,144 @@ static void test_nodes(void)
 	CHECK_EQ_INT(run("nodes:a-b", 3, 1, err, sizeof(err)), -EINVAL);
 }
 
+/* Select round i of a parsed scan (as mp_world_round) and pair it. */
+static int scan_round(struct mp_pattern *p, int i, int k, int r, char *err, size_t len)
+{
+	mp_pattern_round(p, i);
+	return mp_pattern_pairs(p, k, r, pairs, MAXP, err, len);
+}
+
+/*
+ * scan over K nodes (K = 2..40): every node pair exactly once over the
+ * rounds, no node twice in a round, K-1 rounds (K even) or K with one bye
+ * per node (K odd), side A balanced, rounds named scan:R; and round 2 of
+ * K = 4 as docs/fabric.md writes it (0->2, 1->3).
+ */
+static void test_scan(int k, int r)
+{
+	static int met[64][64];
+	char err[512], name[32];
+	struct mp_pattern p;
+	int rounds, idle[64] = { 0 }, as_a[64] = { 0 };
+
+	CHECK_EQ_INT(mp_pattern_parse("scan", &p, err, sizeof(err)), 0);
+	rounds = mp_pattern_rounds(&p, k, err, sizeof(err));
+	CHECK_EQ_INT(rounds, k % 2 ? k : k - 1);
+	memset(met, 0, sizeof(met));
+	for (int i = 0; i < rounds; i++) {
+		bool busy[64] = { false };
+		int n = scan_round(&p, i, k, r, err, sizeof(err));
+
+		snprintf(name, sizeof(name), "scan:%d", i + 1);
+		CHECK(!strcmp(p.name, name));
+		CHECK_EQ_INT(n, (k / 2) * r);
+		if (k <= 9)
+			check_disjoint("scan", n, k, r);
+		for (int j = 0; j < n; j += r) {
+			int a = pairs[j].a_node, b = pairs[j].b_node;
+
+			CHECK(!busy[a] && !busy[b]);
+			busy[a] = busy[b] = true;
+			met[a][b]++;
+			met[b][a]++;
+			as_a[a]++;
+			CHECK_EQ_INT(pairs[j].a_slot, 0);
+			CHECK_EQ_INT(pairs[j + r - 1].b_slot, r - 1);
+		}
+		for (int a = 0; a < k; a++)
+			idle[a] += !busy[a];
+	}
+	for (int a = 0; a < k; a++) {
+		for (int b = 0; b < k; b++)
+			CHECK_EQ_INT(met[a][b], a != b);
+		CHECK_EQ_INT(idle[a], k % 2);
+		CHECK(2 * as_a[a] >= k - 2 && 2 * as_a[a] <= k);
+	}
+	if (k == 4) {
+		CHECK_EQ_INT(scan_round(&p, 1, 4, 1, err, sizeof(err)), 2);
+		CHECK(pairs[0].a_node == 0 && pairs[0].b_node == 2);
+		CHECK(pairs[1].a_node == 1 && pairs[1].b_node == 3);
+	}
+}
+
+/* Ranges and skipped nodes: the same node pairs as the full scan, less the skipped ones. */
+static void test_scan_range_skip(void)
+{
+	struct mp_pair_map full[16][8];
+	int nfull[16];
+	char err[512];
+	struct mp_pattern p;
+
+	CHECK_EQ_INT(mp_pattern_parse("scan", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), 7);
+	for (int i = 0; i < 7; i++) {
+		nfull[i] = scan_round(&p, i, 8, 1, err, sizeof(err));
+		memcpy(full[i], pairs, sizeof(full[i]));
+	}
+	CHECK_EQ_INT(mp_pattern_parse("scan:3-5", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), 3);
+	CHECK(!strcmp(p.name, "scan:3"));
+	CHECK_EQ_INT(scan_round(&p, 2, 8, 1, err, sizeof(err)), nfull[4]);
+	CHECK(!strcmp(p.name, "scan:5"));
+	CHECK(!memcmp(pairs, full[4], sizeof(full[4][0]) * (size_t)nfull[4]));
+	CHECK_EQ_INT(mp_pattern_parse("scan:6", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), 1);
+	/* skip=5,2: a job of 6 nodes; job node j is position j, j+1 (>= 2), j+2 (>= 4) */
+	CHECK_EQ_INT(mp_pattern_parse("scan:2-7,skip=5,2", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 6, err, sizeof(err)), 6);
+	for (int i = 0; i < 6; i++) {
+		static const int pos[6] = { 0, 1, 3, 4, 6, 7 };
+		int n = scan_round(&p, i, 6, 1, err, sizeof(err)), m = 0;
+
+		for (int j = 0; j < nfull[i + 1]; j++) {
+			const struct mp_pair_map *f = &full[i + 1][j];
+
+			if (f->a_node == 2 || f->a_node == 5 || f->b_node == 2 || f->b_node == 5)
+				continue;
+			CHECK(m < n && pos[pairs[m].a_node] == f->a_node &&
+			      pos[pairs[m].b_node] == f->b_node);
+			m++;
+		}
+		CHECK_EQ_INT(m, n);
+	}
+	/* errors: each names what is wrong */
+	CHECK_EQ_INT(mp_pattern_parse("scan:0", &p, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "scan:FIRST-LAST") != NULL);
+	CHECK_EQ_INT(mp_pattern_parse("scan:5-3", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("scan:1-", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("scanx", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("scan,skip=", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("scan,skip=1,", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(mp_pattern_parse("scan,skip=1,1", &p, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "skipped twice") != NULL);
+	CHECK_EQ_INT(mp_pattern_parse("scan:2-9", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "rounds 1..7") != NULL);
+	CHECK_EQ_INT(mp_pattern_parse("scan,skip=9", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "skip=9 is not a node") != NULL);
+	CHECK_EQ_INT(mp_pattern_parse("scan", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 1, err, sizeof(err)), -EINVAL);
+	/* K = 4 with 3 skipped: one job node, an error; with 2 skipped, a round may be empty */
+	CHECK_EQ_INT(mp_pattern_parse("scan,skip=0,1", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 2, err, sizeof(err)), 3);
+	CHECK_EQ_INT(scan_round(&p, 0, 2, 1, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "no node pair left") != NULL);
+}
+
+/* Large K: a scan's round has K/2 node pairs without any cap (4,096 nodes). */
+static void test_scan_large(void)
+{
+	static struct mp_pair_map big[2048];
+	char err[512];
+	struct mp_pattern p;
+
+	CHECK_EQ_INT(mp_pattern_parse("scan:4095", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(mp_pattern_rounds(&p, 4096, err, sizeof(err)), 1);
+	CHECK_EQ_INT(mp_pattern_pairs(&p, 4096, 1, big, 2048, err, sizeof(err)), 2048);
+	CHECK(!strcmp(p.name, "scan:4095"));
+}
+
 static void test_parse_errors(void)
 {
 	char err[512];
@@ -227,6 +365,10 @@ int main(void)
 			test_alltoall(k, r);
 		}
 	}
+	for (int k = 2; k <= 40; k++)
+		test_scan(k, k <= 9 ? 1 + k % 3 : 1);
+	test_scan_range_skip();
+	test_scan_large();
 	test_nodes();
 	test_parse_errors();
 	if (pb_test_failures)
