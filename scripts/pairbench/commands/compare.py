@@ -13,7 +13,8 @@ from pairbench.analysis.compare import (
     thresholds_from_args,
     window_method_notes,
 )
-from pairbench.analysis.gate import exit_code, run_gate
+from pairbench.analysis.envdiff import FIELD_NAMES, diff, inconclusive_reasons, parse_expected
+from pairbench.analysis.gate import EXIT_INCONCLUSIVE, exit_code, run_gate
 from pairbench.analysis.load import load_run
 from pairbench.analysis.verdict import (
     GATE_INCONCLUSIVE,
@@ -28,6 +29,8 @@ from pairbench.contract.sizes import size_label
 from pairbench.io.safeio import write_output
 from pairbench.present.compare import (
     count_verdict,
+    environment_json,
+    environment_lines,
     render_markdown,
     render_text,
     summary_lines,
@@ -45,6 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-inconclusive", action="store_true",
                    help="exit 0 instead of 3 when the gate is inconclusive (some comparison "
                    "neither a proven regression nor proven no regression)")
+    p.add_argument("--expect-change", action="append", default=[], metavar="FIELD[,FIELD]",
+                   help="the environment changes this comparison is about (e.g. fw_ver for a "
+                   "firmware upgrade): any other difference between the runs' environments, or "
+                   "an expected one that did not happen, makes it inconclusive (exit 3). "
+                   f"Fields: {', '.join(FIELD_NAMES)}")
     p.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     p.add_argument("--markdown", default=None, metavar="FILE", help="also write Markdown here")
     p.add_argument("--json", default=None, metavar="FILE", help="also write JSON here")
@@ -52,7 +60,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_compare(ns: argparse.Namespace) -> int:
     th = thresholds_from_args(ns)
+    expected = parse_expected(getattr(ns, "expect_change", []))
     base, new = load_run(ns.base), load_run(ns.new)
+    envd = diff(load_metadata(ns.base), load_metadata(ns.new))
+    reasons = inconclusive_reasons(envd, expected)
+    env_lines = environment_lines(envd, expected, reasons)
+    env_json = environment_json(envd, expected, reasons)
     res = compare_frames(base, new, th)
     for test, variant, size, pairs, layouts in res.attrs.get("layout_mismatches", []):
         b, n = layouts.split("|")
@@ -69,18 +82,22 @@ def run_compare(ns: argparse.Namespace) -> int:
     strict = bool(getattr(ns, "strict", False))
     allow = bool(getattr(ns, "allow_inconclusive", False))
     if ns.format == "json":
-        sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict, allow),
-                                    indent=2) + "\n")
+        sys.stdout.write(json.dumps(to_json(res, summary, ns.base, ns.new, th, strict, allow,
+                                            env_json), indent=2) + "\n")
     elif ns.format == "markdown":
-        sys.stdout.write(render_markdown(res, summary, ns.base, ns.new))
+        sys.stdout.write(render_markdown(res, summary, ns.base, ns.new, env_lines))
     else:
-        sys.stdout.write(render_text(res, summary, color=sys.stdout.isatty()))
+        sys.stdout.write(render_text(res, summary, color=sys.stdout.isatty(), env=env_lines))
     if ns.markdown:
-        write_output(ns.markdown, render_markdown(res, summary, ns.base, ns.new), "--markdown")
+        write_output(ns.markdown, render_markdown(res, summary, ns.base, ns.new, env_lines),
+                     "--markdown")
     if ns.json:
         write_output(ns.json, json.dumps(to_json(res, summary, ns.base, ns.new, th, strict,
-                                                 allow), indent=2) + "\n", "--json")
-    code = exit_code(res, strict, allow)
+                                                 allow, env_json), indent=2) + "\n", "--json")
+    # An unexpected environment change (or an expected one that did not happen) leaves the
+    # comparison unattributable, whatever its verdicts: inconclusive, also with
+    # --allow-inconclusive, which is about undecided statistics only.
+    code = EXIT_INCONCLUSIVE if reasons else exit_code(res, strict, allow)
     gate = run_gate(res)
     print(f"compare: gate {gate}{' (allowed)' if allow and gate == GATE_INCONCLUSIVE else ''}; "
           f"{len(res)} comparisons, {count_verdict(res, REGRESSION)} regression(s), "
@@ -88,7 +105,8 @@ def run_compare(ns: argparse.Namespace) -> int:
           f"{count_verdict(res, SUSPECTED_REGRESSION)} suspected regression(s), "
           f"{int((res['gate'] == GATE_INCONCLUSIVE).sum())} inconclusive, "
           f"{count_verdict(res, NOT_COMPARABLE)} not comparable"
-          f"{' (strict)' if strict else ''}: exit {code}", file=sys.stderr)
+          f"{' (strict)' if strict else ''}"
+          f"{'; environment inconclusive' if reasons else ''}: exit {code}", file=sys.stderr)
     return code
 
 

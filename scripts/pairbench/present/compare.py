@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from pairbench.analysis.compare import DEFAULT_METRICS, Thresholds
+from pairbench.analysis.envdiff import EnvDiff
 from pairbench.analysis.frames import METRICS, point_label
-from pairbench.analysis.gate import exit_code, gate_lines, run_gate
+from pairbench.analysis.gate import EXIT_INCONCLUSIVE, exit_code, gate_lines, run_gate
 from pairbench.analysis.verdict import (
     GATE_INCONCLUSIVE,
     GATE_NO_REGRESSION,
@@ -65,6 +66,36 @@ def summary_lines(res: pd.DataFrame,
     return lines
 
 
+def environment_lines(d: EnvDiff, expected: list[str], reasons: list[str]) -> list[str]:
+    """What changed between the two runs' environments, before any verdict (issue 25):
+    one line per difference, then the --expect-change condition's answer."""
+    if d.missing:
+        out = [f"what changed: unknown ({' and '.join(d.missing)} without metadata.json "
+               "fingerprint)"]
+    elif not d.changes:
+        out = [f"what changed: nothing in the environment records ({d.compared} values "
+               "compared: firmware, driver, kernel, libraries, CPU, memory, PCIe, link, MTU, "
+               "pinning)"]
+    else:
+        out = [f"what changed ({len(d.changes)} difference(s) in the environment records):"]
+        out += [f"  {c.line()}" + ("" if not expected or c.field in expected
+                                   else "  [not expected]") for c in d.changes]
+    if expected:
+        if reasons:
+            out.append(f"environment: INCONCLUSIVE (--expect-change {','.join(expected)}): "
+                       + "; ".join(reasons))
+        else:
+            out.append(f"environment: only the expected change(s) ({', '.join(expected)})")
+    return out
+
+
+def environment_json(d: EnvDiff, expected: list[str], reasons: list[str]) -> dict:
+    return {"changes": [c.to_json() for c in d.changes], "fields_changed": d.fields,
+            "recorded_on_one_side": d.one_side, "missing": d.missing,
+            "values_compared": d.compared, "expected": expected,
+            "inconclusive": bool(reasons), "reasons": reasons}
+
+
 def _fmt(v: float) -> str:
     return "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.4g}"
 
@@ -111,8 +142,10 @@ def _style(verdict: str) -> str:
             SUSPECTED_IMPROVEMENT: "green", NOT_COMPARABLE: "yellow"}.get(verdict, "")
 
 
-def render_text(res: pd.DataFrame, summary: list[str], color: bool = False) -> str:
-    """The terminal table (rich), then how the verdicts were reached and the headlines."""
+def render_text(res: pd.DataFrame, summary: list[str], color: bool = False,
+                env: list[str] | None = None) -> str:
+    """What changed (env: environment_lines), the gate, the terminal table (rich), then how
+    the verdicts were reached and the headlines."""
     import io
 
     from rich.console import Console
@@ -125,12 +158,19 @@ def render_text(res: pd.DataFrame, summary: list[str], color: bool = False) -> s
     Console(file=buf, width=220, force_terminal=color, no_color=not color,
             highlight=False, soft_wrap=False).print(table)
     table_text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
-    return ("\n".join(gate_lines(res)) + "\n\n" + table_text + "\n\n"
+    lead = "\n".join(env) + "\n\n" if env else ""
+    return (lead + "\n".join(gate_lines(res)) + "\n\n" + table_text + "\n\n"
             + "\n".join([*method_lines(res), *summary]) + "\n")
 
 
-def render_markdown(res: pd.DataFrame, summary: list[str], base: str, new: str) -> str:
+def render_markdown(res: pd.DataFrame, summary: list[str], base: str, new: str,
+                    env: list[str] | None = None) -> str:
     out = [f"# pairbench compare\n\nBASE `{base}` vs NEW `{new}` (ratio = NEW / BASE)\n"]
+    if env:
+        out.append("## What changed\n")
+        out += [f"- {line.strip()}" for line in env[1:] if line.startswith("  ")]
+        out += [f"{line}  " for line in env if not line.startswith("  ")]
+        out.append("")
     out += [f"**{line}**  " if k == 0 else f"{line}  "
             for k, line in enumerate(gate_lines(res))]
     out.append("")
@@ -150,10 +190,12 @@ def count_verdict(res: pd.DataFrame, verdict: str) -> int:
 
 
 def to_json(res: pd.DataFrame, summary: list[str], base: str, new: str, th: Thresholds,
-            strict: bool = False, allow_inconclusive: bool = False) -> dict:
+            strict: bool = False, allow_inconclusive: bool = False,
+            env: dict | None = None) -> dict:
     recs = json.loads(res.to_json(orient="records", double_precision=15))
     gates = res["gate"]
-    return {"base": base, "new": new, "ratio": "new / base", "summary": summary,
+    return {"base": base, "new": new, "ratio": "new / base", "environment": env,
+            "summary": summary,
             "gate": run_gate(res), "gate_lines": gate_lines(res, max_listed=len(res)),
             "gate_regressions": int((gates == GATE_REGRESSION).sum()),
             "gate_inconclusive": int((gates == GATE_INCONCLUSIVE).sum()),
@@ -164,7 +206,9 @@ def to_json(res: pd.DataFrame, summary: list[str], base: str, new: str, th: Thre
             "suspected_regressions": count_verdict(res, SUSPECTED_REGRESSION),
             "suspected_improvements": count_verdict(res, SUSPECTED_IMPROVEMENT),
             "not_comparable": count_verdict(res, NOT_COMPARABLE),
-            "strict": strict, "exit_code": exit_code(res, strict, allow_inconclusive),
+            "strict": strict,
+            "exit_code": (EXIT_INCONCLUSIVE if env and env.get("inconclusive")
+                          else exit_code(res, strict, allow_inconclusive)),
             "method": {"test": "moderated t (empirical Bayes, limma) on log values, against "
                                "the threshold (TREAT), 20 % trimmed means (Yuen); no "
                                "regression: the one-sided non-inferiority test",

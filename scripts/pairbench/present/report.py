@@ -21,6 +21,7 @@ import pandas as pd
 
 from pairbench import __version__
 from pairbench.analysis.compare import Thresholds, compare_frames
+from pairbench.analysis.envdiff import diff as env_diff
 from pairbench.analysis.flags import infer_legacy, row_flags
 from pairbench.analysis.frames import (
     METRICS,
@@ -223,6 +224,25 @@ COMPARE_HEAD = ["test", "variant", "size", "pairs", "metric", "base", "new", "ne
                 "change", "reps base/new", "q", "verdict", "gate", "evidence"]
 
 
+def changed_section(base_meta: dict, meta: dict) -> Section:
+    """What changed between BASE's and this run's environments (issue 25), before any
+    verdict: firmware, driver, kernel, libraries, CPU, memory, PCIe, link, MTU, pinning."""
+    d = env_diff(base_meta, meta)
+    sec = Section("What changed since the base")
+    if d.missing:
+        sec.paragraphs.append(f"Unknown: {' and '.join(d.missing)} has no metadata.json "
+                              "fingerprint.")
+    elif not d.changes:
+        sec.paragraphs.append(f"Nothing in the environment records ({d.compared} values "
+                              "compared).")
+    else:
+        sec.paragraphs.append("From both runs' metadata.json (fingerprint and the points' "
+                              "environment records); the verdicts below include these "
+                              "changes.")
+        sec.items = [c.line() for c in d.changes]
+    return sec
+
+
 def compare_section(res: pd.DataFrame | None, error: str, base_name: str) -> Section:
     sec = Section("Comparison with base")
     if res is None:
@@ -369,7 +389,7 @@ def build_report(run: Path, base: Path | None, extra: list[tuple[str, str]] | No
     df = infer_legacy(df, meta)
     tables = testtable.tables_for_run(meta)
     runs = [(run_label(run, meta), df, meta)]
-    res, cmp_error = None, ""
+    res, cmp_error, base_meta = None, "", {}
     if base is not None:
         base_df, base_meta = load_run(base), load_metadata(base)
         base_df = infer_legacy(base_df, base_meta)
@@ -389,6 +409,7 @@ def build_report(run: Path, base: Path | None, extra: list[tuple[str, str]] | No
     if noise:
         sections.append(noise)
     if base is not None:
+        sections.append(changed_section(base_meta, meta))
         sections.append(compare_section(res, cmp_error, str(base)))
     sections += [Section(t, html=h) for t, h in extra or []]
     sections += [plots_section(runs), environment_section(meta)]

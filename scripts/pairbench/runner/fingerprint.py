@@ -6,6 +6,7 @@ read is recorded as null (JSON) — never guessed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -90,10 +91,31 @@ def numa_info(stop: Stop = None) -> dict:
                                      "--no-io"], stop)}
 
 
+def pcie_control(config: bytes) -> tuple[str | None, str | None]:
+    """(MaxReadReq, MaxPayload) from a PCI function's config space ('512 bytes', as lspci
+    writes them), found through the capability list: the PCI Express capability (id 0x10),
+    its Device Control register at +8 (bits 14:12 and 7:5, 128 << value bytes). Without
+    root the kernel shows only the first 64 bytes, where the capability never lies: then
+    (None, None)."""
+    if len(config) < 0x40 or not config[0x06] & 0x10:  # Status: capabilities list
+        return None, None
+    ptr, seen = config[0x34] & 0xFC, set()
+    while ptr and ptr not in seen and ptr + 10 <= len(config):
+        seen.add(ptr)
+        if config[ptr] == 0x10:
+            ctl = int.from_bytes(config[ptr + 8:ptr + 10], "little")
+            return (f"{128 << ((ctl >> 12) & 7)} bytes", f"{128 << ((ctl >> 5) & 7)} bytes")
+        ptr = config[ptr + 1] & 0xFC
+    return None, None
+
+
 def _pci_info(dev: Path, stop: Stop = None) -> dict:
     pci = dev / "device"
     out: dict = {"pci_address": None, "pcie_link_speed": _read(pci / "current_link_speed"),
-                 "pcie_link_width": _read(pci / "current_link_width"), "max_read_req": None,
+                 "pcie_link_width": _read(pci / "current_link_width"),
+                 "pcie_max_link_speed": _read(pci / "max_link_speed"),
+                 "pcie_max_link_width": _read(pci / "max_link_width"),
+                 "max_read_req": None, "max_payload": None,
                  "numa_node": _read(pci / "numa_node")}
     if not pci.exists():  # e.g. rxe: no PCI device behind it
         return out
@@ -101,25 +123,54 @@ def _pci_info(dev: Path, stop: Stop = None) -> dict:
         out["pci_address"] = pci.resolve().name
     except OSError:
         return out
-    lspci = _cmd(["lspci", "-vv", "-s", out["pci_address"]], stop)
-    m = re.search(r"MaxReadReq (\d+ bytes)", lspci or "")
-    out["max_read_req"] = m.group(1) if m else None  # needs root for lspci -vv; else null
+    with contextlib.suppress(OSError):
+        out["max_read_req"], out["max_payload"] = pcie_control((pci / "config").read_bytes())
+    if out["max_read_req"] is None:  # lspci -vv shows it to root only; else null
+        lspci = _cmd(["lspci", "-vv", "-s", out["pci_address"]], stop)
+        m = re.search(r"MaxReadReq (\d+ bytes)", lspci or "")
+        out["max_read_req"] = m.group(1) if m else None
+        m = re.search(r"DevCtl:.*?MaxPayload (\d+ bytes)", lspci or "", flags=re.S)
+        out["max_payload"] = m.group(1) if m else None
     return out
 
 
-def rdma_devices(stop: Stop = None) -> list[dict] | None:
-    base = Path("/sys/class/infiniband")
+IB_SYSFS = Path("/sys/class/infiniband")
+
+
+def _driver(dev: Path) -> str | None:
+    """The kernel driver behind an RDMA device (mlx5_core, rdma_rxe...): the PCI device's
+    driver link, else by the name of a software device (rxe*, siw*)."""
+    try:
+        return os.readlink(dev / "device" / "driver").rsplit("/", 1)[-1]
+    except OSError:
+        pass
+    for prefix, drv in (("rxe", "rdma_rxe"), ("pbrxe", "rdma_rxe"), ("siw", "siw")):
+        if dev.name.startswith(prefix):
+            return drv
+    return None
+
+
+def rdma_devices(stop: Stop = None, base: Path = IB_SYSFS,
+                 sys_root: Path = Path("/sys")) -> list[dict] | None:
+    """Every RDMA device under base (/sys/class/infiniband): identity, firmware, driver
+    (and /sys/module/DRIVER/version where the driver sets one, as MLNX_OFED's do), ports
+    (link layer, rate, state, physical state) and the PCIe link it sits on."""
     if not base.is_dir():
         return None
     devs = []
     for dev in sorted(base.iterdir()):
+        driver = _driver(dev)
         entry: dict = {"name": dev.name, "fw_ver": _read(dev / "fw_ver"),
                        "board_id": _read(dev / "board_id"), "hca_type": _read(dev / "hca_type"),
-                       "node_type": _read(dev / "node_type"), "ports": {}}
+                       "node_type": _read(dev / "node_type"), "driver": driver,
+                       "driver_version": (_read(sys_root / "module" / driver / "version")
+                                          if driver else None),
+                       "ports": {}}
         for port in sorted((dev / "ports").glob("*")):
             entry["ports"][port.name] = {"link_layer": _read(port / "link_layer"),
                                          "rate": _read(port / "rate"),
-                                         "state": _read(port / "state")}
+                                         "state": _read(port / "state"),
+                                         "phys_state": _read(port / "phys_state")}
         entry.update(_pci_info(dev, stop))
         devs.append(entry)
     return devs
@@ -168,6 +219,7 @@ def gather(repo: Path, argv: list[str] | None = None, stop: Stop = None) -> dict
         "rig": {k: os.environ.get(k) for k in
                 ("PB_RIG_MODE", "PB_RDMA_DEVICE", "PB_RDMA_GID_INDEX", "PB_RDMA_IP")},
         "memlock_limit": _memlock(),
+        "hugepages": hugepages(),
         "loadavg": loadavg(),
     }
 
@@ -195,3 +247,17 @@ def _memlock() -> str | None:
     except (ImportError, OSError, ValueError):
         return None
     return "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
+
+
+def hugepages(proc: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> dict | None:
+    """Huge pages now: the default pool (HugePages_Total, Hugepagesize from /proc/meminfo)
+    and the transparent huge page mode (the bracketed word of its 'enabled' file)."""
+    text = _read(proc / "meminfo")
+    if text is None:
+        return None
+    info = dict(re.findall(r"^(HugePages_Total|Hugepagesize):\s*(\d+)", text, flags=re.M))
+    thp = _read(sys_root / "kernel/mm/transparent_hugepage/enabled") or ""
+    m = re.search(r"\[(\w+)\]", thp)
+    return {"total": int(info["HugePages_Total"]) if "HugePages_Total" in info else None,
+            "size_kb": int(info["Hugepagesize"]) if "Hugepagesize" in info else None,
+            "transparent": m.group(1) if m else None}
