@@ -69,6 +69,8 @@ def summary_lines(res: pd.DataFrame,
 def environment_lines(d: EnvDiff, expected: list[str], reasons: list[str]) -> list[str]:
     """What changed between the two runs' environments, before any verdict (issue 25):
     one line per difference, then the --expect-change condition's answer."""
+    if d.missing and not expected:
+        return []  # CSV files without metadata: nothing to say unless asked
     if d.missing:
         out = [f"what changed: unknown ({' and '.join(d.missing)} without metadata.json "
                "fingerprint)"]
