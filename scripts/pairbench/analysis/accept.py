@@ -22,6 +22,11 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
                        by the rule of pairbench.analysis.outliers with the criterion's tolerance, z
   [sanity]             max_link_pct (default 100): any row above it fails (bandwidth above
                        the link rate is a measurement error), as does the above_link_rate flag
+  [environment]        the machine, not the speed (issue 25; pairbench.analysis.envcheck):
+                       link width/speed (or "max": the highest the port supports), PCIe
+                       generation/width minimums or the card's full link, MaxReadReq minimum,
+                       MTU, one firmware across devices and nodes or an expected one, no
+                       error counter moved (counters.csv)
 Values are medians over repetitions of the aggregate (pair_id=all) row. A criterion that
 matches no measured point fails ("no data"); a matched point with status=error fails.
 Exit 0 = every check passed, 1 = some failed, 2 = bad spec or run.
@@ -35,6 +40,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pairbench.analysis.envcheck import Environment, evaluate_environment
 from pairbench.analysis.flags import row_flags
 from pairbench.analysis.frames import METRICS, is_headline
 from pairbench.contract import testtable
@@ -171,9 +177,11 @@ class AcceptSpec:
                                                           factory=list)
     fabric_max_outliers: list[FabricMaxOutliers] = key(ArrayOfTables(FabricMaxOutliers),
                                                        factory=list)
+    environment: Environment | None = key(Table(Environment), None)
 
 
-SECTIONS = tuple(f.name for f in fields(AcceptSpec) if f.name not in ("spec", "sanity"))
+SECTIONS = tuple(f.name for f in fields(AcceptSpec)
+                 if f.name not in ("spec", "sanity", "environment"))
 
 
 def load_spec(path: Path) -> dict:
@@ -188,7 +196,11 @@ def load_spec(path: Path) -> dict:
         crits = getattr(parsed, sec)
         if crits:
             spec[sec] = [{k: v for k, v in asdict(c).items() if v is not None} for c in crits]
-    if not any(spec.get(k) for k in SECTIONS):
+    env = parsed.environment
+    if env is not None and any(v not in (None, False) for k, v in asdict(env).items()
+                               if k != "devices"):
+        spec["environment"] = env
+    if not any(spec.get(k) for k in SECTIONS) and "environment" not in spec:
         raise UsageError(f"{path}: no criteria (add e.g. [[max_latency]])")
     return spec
 
@@ -256,7 +268,10 @@ def _check(name: str, crit: dict, rows: list[dict], d: pd.DataFrame, metric: str
                      "detail": f"{metric} {'<=' if ok_if_le else '>='} {limit:g}"})
 
 
-def evaluate(df: pd.DataFrame, spec: dict) -> list[dict]:
+def evaluate(df: pd.DataFrame, spec: dict, meta: dict | None = None,
+             run: Path | None = None) -> list[dict]:
+    """Every check row of the spec; meta (metadata.json) and run (its directory, for
+    counters.csv) feed the [environment] criteria."""
     agg = df[is_headline(df)].copy()
     if spec.get("layer"):
         agg = agg[agg["layer"] == spec["layer"]]
@@ -290,6 +305,7 @@ def evaluate(df: pd.DataFrame, spec: dict) -> list[dict]:
     for c in spec.get("fabric_max_outliers", []):
         _fabric(df, spec, c, rows, share=False)
     _sanity(df, spec, rows)
+    evaluate_environment(spec.get("environment"), meta or {}, run, rows)
     return rows
 
 

@@ -27,7 +27,7 @@ def run_accept(ns: argparse.Namespace) -> int:
     meta = load_metadata(ns.run)
     df = infer_legacy(load_run(ns.run), meta)
     check_tests(spec, testtable.tables_for_run(meta))
-    rows = evaluate(df, spec)
+    rows = evaluate(df, spec, meta, Path(ns.run))
     sys.stdout.write(render_text(spec, rows, color=sys.stdout.isatty()))
     if ns.junit:
         write_output(ns.junit, junit_xml(spec, rows), "--junit")

@@ -80,6 +80,13 @@ class PositiveInt(Kind):
         return value
 
 
+class Bool(Kind):
+    def __call__(self, value: Any, where: str) -> bool:
+        if not isinstance(value, bool):
+            raise UsageError(f"{where}: expected true or false, got {value!r}")
+        return value
+
+
 class NonNegInt(Kind):
     def __call__(self, value: Any, where: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

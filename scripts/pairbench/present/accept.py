@@ -19,13 +19,19 @@ def junit_xml(spec: dict, rows: list[dict]) -> str:
         case = ET.SubElement(suite, "testcase", classname=r["criterion"], name=name)
         if r["verdict"] != "pass":
             f = ET.SubElement(case, "failure", message=f"{_v(r['value'])} vs limit "
-                              f"{r['limit']:g}: {r['detail']}")
+                              f"{_lim(r['limit'])}: {r['detail']}")
             f.text = r["detail"]
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def _v(x: object) -> str:
+    if isinstance(x, str):  # environment checks: '4X', 'x8'
+        return x
     return "n/a" if x is None or (isinstance(x, float) and pd.isna(x)) else f"{x:.4g}"
+
+
+def _lim(x: object) -> str:
+    return x if isinstance(x, str) else f"{x:g}"
 
 
 def render_text(spec: dict, rows: list[dict], color: bool = False) -> str:
@@ -37,7 +43,7 @@ def render_text(spec: dict, rows: list[dict], color: bool = False) -> str:
     table = RichTable(*head, box=None, header_style="bold", pad_edge=False)
     for r in rows:
         table.add_row(r["criterion"], r["test"], r["size"], str(r["pairs"]), _v(r["value"]),
-                      f"{r['limit']:g}", r["verdict"].upper(), r["detail"],
+                      _lim(r["limit"]), r["verdict"].upper(), r["detail"],
                       style=("red" if r["verdict"] != "pass" else "") if color else "")
     buf = io.StringIO()
     Console(file=buf, width=220, force_terminal=color, no_color=not color, highlight=False,

@@ -135,6 +135,31 @@ def _pci_info(dev: Path, stop: Stop = None) -> dict:
 
 
 IB_SYSFS = Path("/sys/class/infiniband")
+# Lane signalling rate (Gb/s, as smpquery prints it) -> the InfiniBand speed name.
+IB_LANE_GBPS = {2.5: "SDR", 5.0: "DDR", 10.0: "QDR", 10.3125: "FDR10", 14.0625: "FDR",
+                25.78125: "EDR", 53.125: "HDR", 106.25: "NDR", 212.5: "XDR"}
+
+
+def parse_portinfo(text: str | None) -> dict:
+    """What an InfiniBand port supports, from `smpquery portinfo` (a MAD query of the local
+    port; it needs access to /dev/infiniband/umad*, usually root): width_supported
+    (['1X', '4X']) and speed_supported (['SDR', ..., 'HDR']); {} when not available."""
+    if not text:
+        return {}
+    out: dict = {}
+    m = re.search(r"^LinkWidthSupported:\.*(.+)$", text, flags=re.M)
+    if m:
+        out["width_supported"] = re.findall(r"\d+X", m.group(1))
+    speeds: list[str] = []
+    for key in ("LinkSpeedSupported", "LinkSpeedExtSupported", "LinkSpeedExt2Supported"):
+        m = re.search(rf"^{key}:\.*(.+)$", text, flags=re.M)
+        for g in re.findall(r"([\d.]+) Gbps", m.group(1) if m else ""):
+            name = IB_LANE_GBPS.get(float(g))
+            if name and name not in speeds:
+                speeds.append(name)
+    if speeds:
+        out["speed_supported"] = speeds
+    return out
 
 
 def _driver(dev: Path) -> str | None:
@@ -171,6 +196,10 @@ def rdma_devices(stop: Stop = None, base: Path = IB_SYSFS,
                                          "rate": _read(port / "rate"),
                                          "state": _read(port / "state"),
                                          "phys_state": _read(port / "phys_state")}
+            if entry["ports"][port.name]["link_layer"] == "InfiniBand" and base == IB_SYSFS:
+                entry["ports"][port.name].update(parse_portinfo(_cmd(
+                    ["smpquery", "-C", dev.name, "-P", port.name, "-D", "portinfo", "0"],
+                    stop)))
         entry.update(_pci_info(dev, stop))
         devs.append(entry)
     return devs

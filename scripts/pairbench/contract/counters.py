@@ -1,0 +1,57 @@
+"""Port counters as pairbench records them (issue 25; docs/health.md): the tidy
+counters.csv of a run and the class of every counter name the devices expose.
+
+pairbench-verbs reads /sys/class/infiniband/DEV/ports/PORT/counters/* and hw_counters/*
+just before and after each point's timed window (verbs/vb_counters.c) and writes the deltas
+into its --env-json record ("counters"); the driver gathers them into counters.csv, one
+row per (repetition, point, device, port, counter). A counter's class says what its
+movement means: `error` (the link or the transport misbehaved: symbol errors, link downs,
+receive errors, discards, retransmissions, out-of-sequence packets, RNR), `congestion`
+(ECN/CNP marks), `data` (bytes and packets: cross-checked against what the point moved)
+and `other` (everything else, recorded but not judged).
+"""
+
+from __future__ import annotations
+
+COUNTER_COLUMNS = ("run_id", "repetition", "layer", "test", "variant", "msg_size_bytes",
+                   "pairs", "qps", "host", "device", "port", "source", "counter", "class",
+                   "delta")
+
+ERROR_COUNTERS = frozenset({
+    # counters/ (InfiniBand PMA PortCounters, also provided by RoCE devices)
+    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+    "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+    "port_xmit_constraint_errors", "port_rcv_constraint_errors",
+    "local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped",
+    # hw_counters/ of rdma_rxe (Soft-RoCE)
+    "duplicate_request", "out_of_seq_request", "rcvd_rnr_err", "send_rnr_err",
+    "rcvd_seq_err", "retry_exceeded_err", "retry_rnr_exceeded_err", "completer_retry_err",
+    "send_err",
+    # hw_counters/ of mlx5
+    "out_of_sequence", "packet_seq_err", "out_of_buffer", "local_ack_timeout_err",
+    "rnr_nak_retry_err", "implied_nak_seq_err", "roce_adp_retrans", "roce_adp_retrans_to",
+    "roce_slow_restart", "roce_slow_restart_trans", "req_cqe_error", "resp_cqe_error",
+    "req_remote_access_errors", "req_remote_invalid_request", "resp_local_length_error",
+    "resp_remote_access_errors", "rx_icrc_encapsulated", "rx_dct_connect",
+})
+CONGESTION_COUNTERS = frozenset({
+    "np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "rp_cnp_ignored",
+    "ecn_marked_roce_packets", "cnp_sent", "cnp_handled",
+})
+# Byte counters count 4-byte words (PortXmitData / PortRcvData: octets / 4).
+WORD_COUNTERS = frozenset({"port_xmit_data", "port_rcv_data"})
+PACKET_COUNTERS = frozenset({"port_xmit_packets", "port_rcv_packets", "sent_pkts",
+                             "rcvd_pkts", "unicast_xmit_packets", "unicast_rcv_packets"})
+DATA_COUNTERS = WORD_COUNTERS | PACKET_COUNTERS | frozenset({"rdma_sends", "rdma_recvs"})
+# The transmit-side counters the data check reads, in order of preference.
+XMIT_BYTES = "port_xmit_data"
+XMIT_PACKETS = ("sent_pkts", "port_xmit_packets")
+
+
+def counter_class(name: str) -> str:
+    """error, congestion, data or other."""
+    if name in ERROR_COUNTERS:
+        return "error"
+    if name in CONGESTION_COUNTERS:
+        return "congestion"
+    return "data" if name in DATA_COUNTERS else "other"
