@@ -20,7 +20,7 @@ from conftest import FAKE, HERE, cli
 from pairbench.analysis.outliers import detect
 from pairbench.errors import UsageError
 from pairbench.present.fabricout import fabric_section
-from pairbench.runner.scan import FabricConfig, plan_fabric
+from pairbench.runner.scan import FabricConfig, mpi_job, plan_fabric
 
 FAKE_SSH_LOCAL = HERE / "fake_ssh_local.py"
 
@@ -87,26 +87,48 @@ def test_mpi_plan_is_one_job_per_test_with_every_round() -> None:
     cfg = FabricConfig(layer="mpi", launcher="mpirun", hosts=("a", "b", "c", "d", "e"),
                        tests=("latency", "bw"), sizes=(8, 65536), binary="/x/pairbench-mpi",
                        run_dir="/r", ranks_per_node=2)
-    rounds, jobs = plan_fabric(cfg)
-    assert len(rounds) == 5 and len(jobs) == 2
+    n_rounds, jobs = plan_fabric(cfg)
+    assert n_rounds == 5 and len(jobs) == 2
     assert len(plan_fabric(FabricConfig(**{**cfg.__dict__, "repetitions": 3}))[1]) == 6
     argv = list(jobs[0].point.sides[0].argv)
-    assert argv[:7] == ["mpirun", "-np", "10", "--map-by", "node", "-H",
-                        "a:2,b:2,c:2,d:2,e:2"]
-    pats = argv[argv.index("--pattern") + 1].split("/")
-    assert len(pats) == 5 and all(p.startswith("nodes:") for p in pats)
+    assert argv[:7] == ["mpirun", "-np", "10", "--map-by", "node", "--hostfile",
+                        "/r/raw/r1-latency-scan.hosts"]
+    assert jobs[0].hostfile == ("raw/r1-latency-scan.hosts",
+                                "".join(f"{h} slots=2\n" for h in "abcde"))
+    # the executable computes the rounds: the pattern is "scan", nothing of size K^2
+    assert argv[argv.index("--pattern") + 1] == "scan"
     assert "--pairs" not in argv
     srun = plan_fabric(FabricConfig(**{**cfg.__dict__, "launcher": "srun"}))[1]
-    assert list(srun[0].point.sides[0].argv[:6]) == ["srun", "-N", "5", "-n", "10",
-                                                      "--ntasks-per-node=2"]
+    assert list(srun[0].point.sides[0].argv[:8]) == [
+        "srun", "-N", "5", "-n", "10", "--ntasks-per-node=2", "--nodelist",
+        "/r/raw/r1-latency-scan.hosts"]
+
+
+@pytest.mark.parametrize("launcher", ["mpirun", "srun"])
+def test_no_launch_argument_reaches_4k_at_4096_nodes(launcher: str) -> None:
+    """Linux caps one argument at 128 KiB; a written-out schedule is ~4 K^2 bytes. The
+    longest argument of any launch of a 4,096-node scan stays below 4 KiB, and so does
+    that of a scan continued without two lost nodes."""
+    hosts = tuple(f"node{i:04d}.cluster.example.org" for i in range(4096))
+    cfg = FabricConfig(layer="mpi", launcher=launcher, hosts=hosts, tests=("latency", "bw"),
+                       sizes=(8, 65536), binary="/opt/pairbench/bin/pairbench-mpi",
+                       run_dir="/results/20261126-120000-host-abcdef", repetitions=2)
+    n_rounds, jobs = plan_fabric(cfg)
+    assert n_rounds == 4095 and len(jobs) == 4
+    jobs.append(mpi_job(cfg, 1, "bw", 700, 4095, (hosts[17], hosts[3001]), part=2))
+    longest = max(len(a) for j in jobs for s in j.point.sides for a in s.argv)
+    assert longest < 4096, longest
+    assert sum(len(a) + 1 for a in jobs[-1].point.sides[0].argv) < 4096
+    argv = jobs[-1].point.sides[0].argv
+    assert argv[argv.index("--pattern") + 1] == "scan:700-4095,skip=17,3001"
 
 
 def test_verbs_plan_waves_are_disjoint_node_pairs() -> None:
     hosts = tuple(f"h{i}" for i in range(6))
     cfg = FabricConfig(layer="verbs", launcher="ssh", hosts=hosts, tests=("write_bw",),
                        sizes=(65536,), binary="/x/pairbench-verbs", run_dir="/r")
-    rounds, jobs = plan_fabric(cfg)
-    assert len(rounds) == 5 and len(jobs) == 15
+    n_rounds, jobs = plan_fabric(cfg)
+    assert n_rounds == 5 and len(jobs) == 15
     for w in {j.wave for j in jobs}:
         nodes = [n for j in jobs if j.wave == w for n in j.node_pair]
         assert len(nodes) == len(set(nodes)) == 6
@@ -150,11 +172,16 @@ def test_verbs_scan_through_ssh_finds_the_slow_node(tmp_path: Path) -> None:
         assert v["suspect_nodes"] == ["n4"], v
         assert v["suspect_links"] == []
     meta = json.loads((run / "metadata.json").read_text())
-    assert len(meta["schedule"]) == 5  # K odd: K rounds with a bye
+    assert meta["schedule"]["rounds"] == 5  # K odd: K rounds with a bye
     lk = pd.read_csv(run / "fabric-links.csv")
     assert len(lk) == 2 * 4 * 10  # 2 repetitions x (2 tests x 2 sizes) x 10 node pairs
-    m = pd.read_csv(run / "fabric-verbs-write_bw-65536-matrix.csv", index_col=0)
-    assert list(m.index) == ["n1", "n2", "n3", "n4", "n5"]
+    m = pd.read_csv(run / "fabric-verbs-write_bw-65536-matrix.csv")  # long form
+    assert list(m.columns) == ["node_a", "node_b", "value", "perf", "suspect"]
+    assert len(m) == 10 and set(m["node_a"]) | set(m["node_b"]) == {"n1", "n2", "n3", "n4",
+                                                                    "n5"}
+    sus = m[m["suspect"]]
+    assert len(sus) == 4 and all("n4" in (a, b) for a, b in zip(sus.node_a, sus.node_b,
+                                                                strict=True))
     assert (run / "plots" / "fabric-verbs-write_bw-65536.svg").is_file()
     html = (run / "fabric.html").read_text()
     assert "suspect nodes: n4" in html and "data:image/png;base64" in html

@@ -9,7 +9,13 @@ import itertools
 import pytest
 
 from pairbench.errors import UsageError
-from pairbench.runner.schedule import round_pattern, tournament
+from pairbench.runner.schedule import (
+    round_links,
+    round_pattern,
+    scan_pattern,
+    total_rounds,
+    tournament,
+)
 
 
 @pytest.mark.parametrize("k", range(2, 17))
@@ -48,3 +54,31 @@ def test_round_pattern_for_pairbench_mpi() -> None:
     assert all(p.startswith("nodes:") for p in pats)
     assert len(pats) == 3
     assert pats[0] in ("nodes:3-0,1-2", "nodes:0-3,1-2")
+
+
+@pytest.mark.parametrize("k", [*range(2, 18), 33, 64])
+def test_round_links_is_the_tournament_by_index(k: int) -> None:
+    """The C code's computation (mpi/mp_scan.c, mirrored by round_links) gives the
+    driver's tournament, round by round, pair by pair."""
+    rounds = tournament(range(k))
+    assert len(rounds) == total_rounds(k)
+    for r, rnd in enumerate(rounds, 1):
+        assert round_links(k, r) == list(rnd)
+
+
+def test_round_links_skip_leaves_out_the_skipped_nodes_pairs() -> None:
+    for r in range(1, 8):
+        full = round_links(8, r)
+        assert round_links(8, r, skip=(2, 5)) == [p for p in full if not {2, 5} & set(p)]
+
+
+def test_scan_pattern_is_short_at_any_k() -> None:
+    assert scan_pattern(1, 4095, 4096) == "scan"
+    assert scan_pattern(700, 4095, 4096, skip=(17, 3)) == "scan:700-4095,skip=3,17"
+    with pytest.raises(UsageError, match=r"rounds 1\.\.3"):
+        scan_pattern(2, 5, 4)
+
+
+def test_tournament_at_4096_nodes_is_quick_enough_to_plan() -> None:
+    nodes = [f"node{i:04d}" for i in range(4096)]
+    assert len(tournament(nodes)[0]) == 2048

@@ -18,7 +18,13 @@ from pairbench.errors import UsageError
 from pairbench.present.fabricout import write_outputs
 from pairbench.runner.exeopts import add_exe_arguments, exe_values
 from pairbench.runner.rundir import repo_root
-from pairbench.runner.scan import FabricConfig, default_tests, scan_launchers, scan_to_dir
+from pairbench.runner.scan import (
+    FabricConfig,
+    default_tests,
+    resume_scan,
+    scan_launchers,
+    scan_to_dir,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,7 +32,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launcher", default="mpirun", choices=scan_launchers(),
                    help="mpi: mpirun or srun (one job per test); verbs: ssh, srun or mpirun "
                    "(one launch per node pair)")
-    p.add_argument("--hosts", required=True, help="comma-separated nodes (K >= 2)")
+    p.add_argument("--hosts", default=None, help="comma-separated nodes (K >= 2), or @FILE: "
+                   "one per line")
+    p.add_argument("--resume", default=None, metavar="RUN", help="go on with the MPI scan "
+                   "of run directory RUN after its last complete round (its options are "
+                   "the run's)")
+    p.add_argument("--dry-run", action="store_true", help="print the rounds, the launches "
+                   "and an estimated time; run nothing")
     p.add_argument("--test", default=None, help="comma-separated tests (default: the "
                    "layer's first latency and first bandwidth test)")
     p.add_argument("-s", "--sizes", default="8,64K", help="message sizes (default 8,64K)")
@@ -50,8 +62,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "= 1.4826 MAD of ln(perf) over the healthy links (default 3.5)")
 
 
+def host_list(text: str) -> tuple[str, ...]:
+    """--hosts a,b,c or @FILE (one host per line, # comments)."""
+    if text.startswith("@"):
+        try:
+            lines = Path(text[1:]).read_text().splitlines()
+        except OSError as exc:
+            raise UsageError(f"--hosts {text}: {exc.strerror}") from None
+        return tuple(ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip())
+    return tuple(h.strip() for h in text.split(",") if h.strip())
+
+
 def config_from_ns(ns: argparse.Namespace, run_dir: Path) -> FabricConfig:
-    hosts = tuple(h.strip() for h in ns.hosts.split(",") if h.strip())
+    if not ns.hosts:
+        raise UsageError("--hosts is required (or --resume RUN)")
+    hosts = host_list(ns.hosts)
     tests = (tuple(t.strip() for t in ns.test.split(",") if t.strip()) if ns.test
              else default_tests(ns.layer))
     binary = ns.binary or str(repo_root() / "build" / "bin" / f"pairbench-{ns.layer}")
@@ -74,10 +99,19 @@ def config_from_ns(ns: argparse.Namespace, run_dir: Path) -> FabricConfig:
 
 
 def run_fabric(ns: argparse.Namespace) -> int:
-    probe = config_from_ns(ns, Path("/nonexistent-run-dir"))
-    n_err, run_dir = scan_to_dir(probe, ns.results_dir,
-                                 {"tolerance": ns.tolerance, "z": ns.z})
-    summary = write_outputs(run_dir, ns.tolerance, ns.z)
+    if ns.resume:
+        run_dir = Path(ns.resume).absolute()
+        n_err, _ = resume_scan(run_dir)
+        analysis = json.loads((run_dir / "metadata.json").read_text()).get("analysis", {})
+        tol, z = analysis.get("tolerance", ns.tolerance), analysis.get("z", ns.z)
+    else:
+        probe = config_from_ns(ns, Path("/nonexistent-run-dir"))
+        n_err, new_dir = scan_to_dir(probe, ns.results_dir,
+                                     {"tolerance": ns.tolerance, "z": ns.z}, ns.dry_run)
+        if new_dir is None:
+            return 0
+        run_dir, tol, z = new_dir, ns.tolerance, ns.z
+    summary = write_outputs(run_dir, tol, z)
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
           else summary["text"], file=sys.stderr)
     print(run_dir, flush=True)

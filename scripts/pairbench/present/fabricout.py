@@ -1,8 +1,16 @@
 """The outputs of a fabric scan, from its data.csv alone: the tidy per-node-pair CSV
-(fabric-links.csv), one node x node matrix per test and size (fabric-matrix-*.csv),
-heatmaps (plots/fabric-*.png and .svg), the verdicts (fabric.json) and a self-contained
-page (fabric.html). fabric_section(run_dir) gives the same content as a fragment for
-the main report."""
+(fabric-links.csv), one node x node matrix per test and size in long form
+(fabric-*-matrix.csv: node_a, node_b, value, perf, suspect), heatmaps (plots/fabric-*.png
+and .svg), the verdicts (fabric.json) and a self-contained page (fabric.html) that leads
+with the suspects and their evidence. fabric_section(run_dir) gives the same content as a
+fragment for the main report.
+
+Sizes that scale: the matrix is never K x K text; the heatmap shows perf (1 = the
+reference) on a fixed canvas, nodes ordered by name, and beyond MAX_PIXELS nodes each
+pixel is a block of node pairs showing its worst perf (a bad cable stays visible);
+suspect nodes are marked on the axes, suspect links circled. fabric.json keeps every
+node's perf, the suspects' links and the WORST_LINKS worst links (every link's perf is
+in the matrix CSV); the page lists the suspects first, then those worst links."""
 
 from __future__ import annotations
 
@@ -13,17 +21,19 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from pairbench.analysis.load import load_run
 from pairbench.analysis.outliers import (
     DEFAULT_TOLERANCE,
     DEFAULT_Z,
+    LinkPerf,
     Verdict,
-    analyse,
-    links,
+    analyse_links,
     matrix,
+    read_links,
 )
+from pairbench.contract.schema import find_data_csv
 from pairbench.contract.sizes import size_label
 from pairbench.io.safeio import write_output
 
@@ -42,9 +52,35 @@ def _unit(metric: str) -> str:
     return "Gbit/s" if metric == "bw_gbit_s" else "µs (p50)"
 
 
+MAX_PIXELS = 1024   # heatmap: at most this many rows/columns of node pairs
+LABELS_UP_TO = 64   # node names on the axes up to this many nodes
+VALUES_UP_TO = 16   # the value written in each cell up to this many nodes
+WORST_LINKS = 50    # fabric.json and the page: the worst links beyond the suspects'
+
+
+def worst_links(v: Verdict, n: int = WORST_LINKS) -> list[tuple[tuple[str, str], float]]:
+    """The n links of lowest perf, worst first."""
+    if isinstance(v.links, LinkPerf):
+        perf = np.where(np.isnan(v.links.perf), np.inf, v.links.perf)
+        idx = np.argsort(perf, kind="stable")[:n]
+        return [((str(v.links.a[i]), str(v.links.b[i])), float(v.links.perf[i])) for i in idx]
+    return sorted(v.links.items(), key=lambda x: x[1])[:n]
+
+
+def _suspect_set(v: Verdict) -> set[tuple[str, str]]:
+    out = set(v.suspect_links)
+    for n in v.suspect_nodes:
+        out |= set(v.node_links.get(n, []))
+    return out
+
+
 def verdict_record(key: dict, v: Verdict) -> dict:
     def r(x: float) -> float | None:
         return None if isinstance(x, float) and math.isnan(x) else round(x, 6)
+
+    shown = dict(worst_links(v))
+    for ab in _suspect_set(v):
+        shown[ab] = v.links[ab]
 
     return {**{k: (int(x) if k == "msg_size_bytes" else x) for k, x in key.items()},
             "reference": r(v.ref), "noise": r(v.noise), "floor": r(v.floor),
@@ -55,7 +91,10 @@ def verdict_record(key: dict, v: Verdict) -> dict:
             "suspect_links": [list(x) for x in v.suspect_links],
             "node_links": {n: [list(x) for x in ls] for n, ls in v.node_links.items()},
             "node_perf": {n: r(p) for n, p in v.nodes.items()},
-            "link_perf": {f"{a}~{b}": r(p) for (a, b), p in v.links.items()}}
+            "link_perf": {f"{a}~{b}": r(p) for (a, b), p in
+                          sorted(shown.items(), key=lambda x: x[1])},
+            "link_perf_note": f"the suspects' links and the {WORST_LINKS} worst; every "
+                              "link in the matrix CSV"}
 
 
 def summary_line(key: dict, v: Verdict) -> str:
@@ -71,33 +110,82 @@ def summary_line(key: dict, v: Verdict) -> str:
     return head + ": " + ("; ".join(parts) if parts else "no outliers")
 
 
+def perf_grid(m: pd.DataFrame, v: Verdict, nodes: list[str]) -> np.ndarray:
+    """The K x K perf matrix (NaN: not measured), symmetric, nodes in the given order."""
+    k = len(nodes)
+    at = {n: i for i, n in enumerate(nodes)}
+    i = m["node_a"].map(at).to_numpy()
+    j = m["node_b"].map(at).to_numpy()
+    p = m["perf"].to_numpy(dtype=float)
+    grid = np.full((k, k), np.nan, dtype=np.float32)
+    grid[i, j] = p
+    grid[j, i] = p
+    return grid
+
+
+def downsample(grid: np.ndarray, f: int) -> np.ndarray:
+    """Blocks of f x f node pairs -> the block's worst (lowest) perf."""
+    k = grid.shape[0]
+    pad = (-k) % f
+    g = np.pad(grid, ((0, pad), (0, pad)), constant_values=np.nan)
+    n = g.shape[0] // f
+    blocks = g.reshape(n, f, n, f).transpose(0, 2, 1, 3).reshape(n, n, f * f)
+    with np.errstate(all="ignore"):
+        out = np.nanmin(np.where(np.isnan(blocks), np.inf, blocks), axis=2)
+    out[np.isinf(out)] = np.nan
+    return out
+
+
 def heatmap(m: pd.DataFrame, key: dict, v: Verdict) -> tuple[bytes, bytes]:
-    """(png, svg) bytes of the node x node matrix, suspects outlined in red."""
+    """(png, svg) bytes of the node x node perf matrix (m: matrix() with perf), suspects
+    marked in red; readable from 4 to 4,096 nodes (see the module's docstring)."""
     from pairbench.present.plot import _pyplot
 
     plt = _pyplot()
-    n = len(m)
-    fig, ax = plt.subplots(figsize=(1.2 + 0.7 * n, 0.9 + 0.6 * n))
-    cmap = "viridis" if v.higher_is_better else "viridis_r"
-    im = ax.imshow(m.to_numpy(dtype=float), cmap=cmap)
-    ax.set_xticks(range(n), m.columns, rotation=45, ha="right")
-    ax.set_yticks(range(n), m.index)
-    for i, a in enumerate(m.index):
-        for j, b in enumerate(m.columns):
-            val = m.iloc[i, j]
-            if not math.isnan(val):
-                ax.text(j, i, f"{val:.3g}", ha="center", va="center", fontsize=8,
-                        color="white")
-            pair = tuple(sorted((a, b)))
-            bad = pair in v.suspect_links or any(pair in v.node_links.get(x, [])
-                                                 for x in v.suspect_nodes)
-            if bad and a != b:
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
-                                           edgecolor="red", linewidth=2.5))
-    fig.colorbar(im, ax=ax, label=f"{v.metric} ({_unit(v.metric)})")
-    ax.set_title(f"{key['test']} {size_label(int(key['msg_size_bytes']))}: node pairs"
-                 + (f"\nsuspect nodes: {', '.join(v.suspect_nodes)}" if v.suspect_nodes
-                    else ""), fontsize=10)
+    nodes = sorted(set(m["node_a"]) | set(m["node_b"]))
+    k = len(nodes)
+    f = max(1, math.ceil(k / MAX_PIXELS))
+    grid = downsample(perf_grid(m, v, nodes), f) if f > 1 else perf_grid(m, v, nodes)
+    n = grid.shape[0]
+    side = 1.2 + 0.7 * k if k <= VALUES_UP_TO else 9.0
+    fig, ax = plt.subplots(figsize=(side + 1.5, side))
+    im = ax.imshow(np.clip(grid, 0, 1.2), cmap="viridis", vmin=0, vmax=1.2,
+                   interpolation="nearest")
+    at = {x: i // f for i, x in enumerate(nodes)}
+    if k <= LABELS_UP_TO:
+        ax.set_xticks(range(k), nodes, rotation=45, ha="right", fontsize=8)
+        ax.set_yticks(range(k), nodes, fontsize=8)
+    else:
+        block = f", {f} x {f} node pairs per pixel, worst shown" if f > 1 else ""
+        ax.set_xlabel(f"node (sorted by name{block})")
+        ax.set_ylabel("node")
+    if k <= VALUES_UP_TO:
+        vals = perf_grid(m.assign(perf=m["value"]), v, nodes)
+        for i in range(k):
+            for j in range(k):
+                if not math.isnan(vals[i, j]):
+                    ax.text(j, i, f"{vals[i, j]:.3g}", ha="center", va="center", fontsize=8,
+                            color="white")
+    for x in v.suspect_nodes:
+        ax.axhline(at[x], color="red", linewidth=0.8, alpha=0.6)
+        ax.axvline(at[x], color="red", linewidth=0.8, alpha=0.6)
+    pts = [(at[b], at[a]) for a, b in v.suspect_links] + [(at[a], at[b]) for a, b in
+                                                          v.suspect_links]
+    if pts and k <= VALUES_UP_TO:
+        for x, y in pts:
+            ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False,
+                                       edgecolor="red", linewidth=2.5))
+    elif pts:
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=120, facecolors="none",
+                   edgecolors="red", linewidths=1.5)
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_ylim(n - 0.5, -0.5)
+    fig.colorbar(im, ax=ax, label="perf (1 = reference; lower is worse)", shrink=0.8)
+    sus = ", ".join(v.suspect_nodes[:8]) + (" ..." if len(v.suspect_nodes) > 8 else "")
+    ax.set_title(f"{key['test']} {size_label(int(key['msg_size_bytes']))}: {k} nodes, "
+                 f"{len(v.links)} node pairs" + (f"\nsuspect nodes: {sus}" if sus else "")
+                 + (f"\nsuspect links: {len(v.suspect_links)}" if v.suspect_links else ""),
+                 fontsize=10)
     out = []
     for ext in ("png", "svg"):
         buf = io.BytesIO()
@@ -107,19 +195,31 @@ def heatmap(m: pd.DataFrame, key: dict, v: Verdict) -> tuple[bytes, bytes]:
     return out[0], out[1]
 
 
+def matrix_long(g: pd.DataFrame, v: Verdict) -> pd.DataFrame:
+    """matrix() with each link's perf and whether it is a suspect (or a suspect node's)."""
+    m = matrix(g)
+    ref = v.ref
+    with np.errstate(divide="ignore", invalid="ignore"):
+        perf = m["value"] / ref if v.higher_is_better else ref / m["value"]
+    m["perf"] = perf.round(6)
+    sus = _suspect_set(v)
+    m["suspect"] = [(a, b) in sus for a, b in zip(m["node_a"], m["node_b"], strict=True)] \
+        if len(sus) else False
+    return m
+
+
 def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
                   z: float = DEFAULT_Z) -> dict:
     """Every output file of a scan run; returns {text, verdicts}."""
-    df = load_run(run_dir)
-    results = analyse(df, tolerance, z)
-    lk = links(df)
+    lk = read_links(find_data_csv(Path(run_dir)))
+    results = analyse_links(lk, tolerance, z)
     write_output(run_dir / "fabric-links.csv", lk.to_csv(index=False), "fabric links")
     (run_dir / "plots").mkdir(exist_ok=True)
     verdicts, lines = [], []
     for key, g, v in results:
         stem = _stem(key)
-        m = matrix(g)
-        write_output(run_dir / f"{stem}-matrix.csv", m.to_csv(), "fabric matrix")
+        m = matrix_long(g, v)
+        write_output(run_dir / f"{stem}-matrix.csv", m.to_csv(index=False), "fabric matrix")
         png, svg = heatmap(m, key, v)
         write_output(run_dir / "plots" / f"{stem}.png", png, "heatmap")
         write_output(run_dir / "plots" / f"{stem}.svg", svg, "heatmap")
@@ -138,9 +238,44 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
             "verdicts": verdicts}
 
 
+def _suspects_table(verdicts: list[dict]) -> str:
+    """The page's lead: every suspect node and link with its evidence in each test and size
+    (perf, and for a node how many of its links are below the floor)."""
+    nodes = sorted({n for v in verdicts for n in v["suspect_nodes"]})
+    links_ = sorted({f"{a}~{b}" for v in verdicts for a, b in v["suspect_links"]})
+    confirmed = {c for v in verdicts for c in v.get("confirmed", [])}
+    if not nodes and not links_:
+        return "<p class='ok'>No suspect node or link in any test and size.</p>"
+    head = "".join(f"<th>{html.escape(v['test'])} {size_label(int(v['msg_size_bytes']))}</th>"
+                   for v in verdicts)
+    rows = []
+    for n in nodes:
+        cells = []
+        for v in verdicts:
+            p = v["node_perf"].get(n)
+            k = len(v["node_links"].get(n, []))
+            flag = "bad" if n in v["suspect_nodes"] else ""
+            cells.append(f"<td class='{flag}'>{'' if p is None else f'{p:.2f}'}"
+                         f"{f' ({k} slow links)' if k else ''}</td>")
+        conf = " (confirmed)" if n in confirmed else ""
+        rows.append(f"<tr><td>node {html.escape(n)}{conf}</td>{''.join(cells)}</tr>")
+    for ab in links_:
+        cells = []
+        for v in verdicts:
+            p = v["link_perf"].get(ab)
+            flag = "bad" if ab.split("~") in v["suspect_links"] else ""
+            cells.append(f"<td class='{flag}'>{'' if p is None else f'{p:.2f}'}</td>")
+        conf = " (confirmed)" if ab in confirmed else ""
+        rows.append(f"<tr><td>link {html.escape(ab)}{conf}</td>{''.join(cells)}</tr>")
+    return ("<h2>Suspects</h2><p>perf of the node's median link (nodes) or of the link, "
+            "1 = the reference; red: below that test's floor.</p>"
+            f"<table><tr><th>suspect</th>{head}</tr>{''.join(rows)}</table>")
+
+
 def _fragment(run_dir: Path, verdicts: list[dict]) -> tuple[str, str]:
     title = f"Fabric scan {run_dir.name}"
-    parts = ["<p>Every node pair measured once, in rounds of disjoint node pairs. "
+    parts = [_suspects_table(verdicts),
+             "<p>Every node pair measured once, in rounds of disjoint node pairs. "
              "perf = value / reference (bandwidth) or reference / value (latency); the "
              "reference is the median over nodes of each node's median link. A node or "
              "link is suspect when its perf is below the floor = min(1 &minus; tolerance, "
@@ -154,9 +289,13 @@ def _fragment(run_dir: Path, verdicts: list[dict]) -> tuple[str, str]:
         parts.append(f"<h2>{html.escape(v['test'])} "
                      f"{size_label(int(v['msg_size_bytes']))} ({html.escape(v['metric'])})"
                      "</h2>")
+        shown_nodes = ", ".join(nodes[:50]) + (f" and {len(nodes) - 50} more"
+                                               if len(nodes) > 50 else "")
+        shown_links = ", ".join(links_[:50]) + (f" and {len(links_) - 50} more"
+                                                if len(links_) > 50 else "")
         parts.append(
-            f"<p class='{cls}'>suspect nodes: {html.escape(', '.join(nodes) or 'none')}; "
-            f"suspect links: {html.escape(', '.join(links_) or 'none')}; failed node pairs: "
+            f"<p class='{cls}'>suspect nodes: {html.escape(shown_nodes or 'none')}; "
+            f"suspect links: {html.escape(shown_links or 'none')}; failed node pairs: "
             f"{len(v['links_failed'])}; measured {v['links_measured']}/"
             f"{v['links_expected']}</p>")
         parts.append(f"<p>reference {v['reference']} {html.escape(_unit(v['metric']))}, "
@@ -167,8 +306,11 @@ def _fragment(run_dir: Path, verdicts: list[dict]) -> tuple[str, str]:
             b64 = base64.b64encode(img.read_bytes()).decode()
             parts.append(f"<img alt='heatmap' src='data:image/png;base64,{b64}'>")
         rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{p}</td></tr>"
-                       for k, p in sorted(v["link_perf"].items(), key=lambda x: x[1] or 0))
-        parts.append(f"<table><tr><th>node pair</th><th>perf</th></tr>{rows}</table>")
+                       for k, p in list(v["link_perf"].items())[:WORST_LINKS])
+        parts.append(f"<details><summary>the {min(WORST_LINKS, len(v['link_perf']))} "
+                     f"worst node pairs (every one: {html.escape(v['matrix'])})</summary>"
+                     f"<table><tr><th>node pair</th><th>perf</th></tr>{rows}</table>"
+                     "</details>")
     return title, "\n".join(parts)
 
 

@@ -24,7 +24,10 @@ run_point/collect_point.
 from __future__ import annotations
 
 import itertools
+import json
 import sys
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -37,6 +40,7 @@ from pairbench.runner.collect import (
     atomic_write_json,
     atomic_write_text,
     collect_point,
+    failure_reason,
     rows_to_csv,
 )
 from pairbench.runner.exeopts import ExeSettings, check_exe, exe_argv, exe_values
@@ -44,7 +48,8 @@ from pairbench.runner.launchers.base import Side
 from pairbench.runner.plan import Point, SweepConfig, plan_point
 from pairbench.runner.run import PointResult, run_point
 from pairbench.runner.rundir import new_run_dir, now_iso, repo_root
-from pairbench.runner.schedule import Round, round_pattern, tournament
+from pairbench.runner.scanrows import PartScan, error_line, part_lines, scan_part, write_data_csv
+from pairbench.runner.schedule import round_links, scan_pattern, total_rounds, tournament
 
 
 def default_tests(layer: str) -> tuple[str, ...]:
@@ -93,6 +98,9 @@ class Job:
     subdir: str
     wave: int
     node_pair: tuple[str, str] | None = None  # verbs: (A, B)
+    rounds: tuple[int, int] | None = None  # mpi: the scan's rounds first..last
+    dropped: tuple[str, ...] = ()  # mpi: hosts left out (failed earlier in the scan)
+    hostfile: tuple[str, str] | None = None  # mpi: (path in the run dir, its text)
 
 
 def check_config(cfg: FabricConfig) -> None:
@@ -119,36 +127,53 @@ def check_config(cfg: FabricConfig) -> None:
     tournament(cfg.hosts)  # duplicates, too few
 
 
-def mpi_exe(cfg: FabricConfig, test: str, patterns: list[str], csv: str,
+def mpi_exe(cfg: FabricConfig, test: str, pattern: str, csv: str,
             env_json: str) -> list[str]:
     args = [cfg.binary, "--test", test, "--sizes", ",".join(map(str, cfg.sizes)),
-            "--pattern", "/".join(patterns), *exe_argv(cfg)]
+            "--pattern", pattern, *exe_argv(cfg)]
     return [*args, "--timeout", f"{cfg.timeout_s:g}", "--quiet", "--output", csv,
             "--env-json", env_json, *cfg.exe_args]
 
 
-def plan_fabric(cfg: FabricConfig) -> tuple[list[Round], list[Job]]:
-    """The schedule (by host names) and the launches, in waves."""
+def mpi_job(cfg: FabricConfig, rep: int, test: str, first: int, last: int,
+            dropped: tuple[str, ...] = (), part: int = 1) -> Job:
+    """The MPI job of rounds first..last of one (repetition, test): pairbench-mpi computes
+    the rounds itself (--pattern scan:FIRST-LAST, runner/schedule.scan_pattern); the hosts
+    travel in a file (the launcher's hostfile), so no argument grows with K. dropped: hosts
+    that failed earlier, left out of the job (their tournament positions skipped)."""
+    k = len(cfg.hosts)
+    pos = {h: i for i, h in enumerate(cfg.hosts)}
+    live = replace(cfg, hosts=tuple(h for h in cfg.hosts if h not in dropped))
+    launcher = launchers.get(live)
+    name = f"r{rep}-{test}-scan" + (f"-part{part}" if part > 1 else "")
+    csv, env = f"raw/{name}.csv", f"raw/{name}.env.json"
+    hostfile = f"raw/{name}.hosts"
+    pattern = scan_pattern(first, last, k, [pos[h] for h in dropped])
+    exe = mpi_exe(cfg, test, pattern, f"{cfg.run_dir}/{csv}", f"{cfg.run_dir}/{env}")
+    side = Side("main", tuple(launcher.job_argv(exe, cfg.ranks_per_node,
+                                                f"{cfg.run_dir}/{hostfile}")),
+                f"raw/{name}.stdout", f"raw/{name}.stderr")
+    p = Point(index=0, name=name, layer="mpi", test=test, pairs=0, repetition=rep,
+              sizes=cfg.sizes, sides=(side,), timeout_s=cfg.timeout_s * (last - first + 1),
+              csv=csv, env_json=env, env=launcher.env())
+    return Job(point=p, subdir=".", wave=0, rounds=(first, last), dropped=dropped,
+               hostfile=(hostfile, launcher.hostfile_text(cfg.ranks_per_node)))
+
+
+def plan_fabric(cfg: FabricConfig) -> tuple[int, list[Job]]:
+    """The number of rounds and the launches, in waves. MPI: one job per repetition and
+    test running every round (the tournament is computed by pairbench-mpi: nothing of
+    size K² is planned here); verbs: one launch per node pair, a wave per round."""
     check_config(cfg)
-    rounds = tournament(cfg.hosts)
+    n_rounds = total_rounds(len(cfg.hosts))
     jobs: list[Job] = []
     reps = range(1, cfg.repetitions + 1)
     if cfg.layer == "mpi":
-        launcher = launchers.get(cfg)
-        index = {h: i for i, h in enumerate(cfg.hosts)}
-        patterns = [round_pattern(rnd, index) for rnd in rounds]
         for rep, test in itertools.product(reps, cfg.tests):
-            name = f"r{rep}-{test}-scan"
-            csv, env = f"raw/{name}.csv", f"raw/{name}.env.json"
-            exe = mpi_exe(cfg, test, patterns, f"{cfg.run_dir}/{csv}", f"{cfg.run_dir}/{env}")
-            side = Side("main", tuple(launcher.job_argv(exe, cfg.ranks_per_node)),
-                        f"raw/{name}.stdout", f"raw/{name}.stderr")
-            p = Point(index=len(jobs), name=name, layer="mpi", test=test, pairs=0,
-                      repetition=rep, sizes=cfg.sizes, sides=(side,),
-                      timeout_s=cfg.timeout_s * len(rounds), csv=csv, env_json=env,
-                      env=launcher.env())
-            jobs.append(Job(point=p, subdir=".", wave=len(jobs)))
-        return rounds, jobs
+            j = mpi_job(cfg, rep, test, 1, n_rounds)
+            jobs.append(replace(j, point=replace(j.point, index=len(jobs)), wave=len(jobs)))
+        return n_rounds, jobs
+    rounds = tournament(cfg.hosts)
     wave = 0
     for rep, test in itertools.product(reps, cfg.tests):
         for r, rnd in enumerate(rounds):
@@ -166,7 +191,7 @@ def plan_fabric(cfg: FabricConfig) -> tuple[list[Round], list[Job]]:
                 jobs.append(Job(point=replace(p, name=f"r{rep}-{test}-round{r + 1}-{a}-{b}"),
                                 subdir=sub, wave=wave, node_pair=(a, b)))
             wave += 1
-    return rounds, jobs
+    return n_rounds, jobs
 
 
 def execute(cfg: FabricConfig, jobs: list[Job], run_dir: Path, run_id: str,
@@ -205,12 +230,189 @@ def execute(cfg: FabricConfig, jobs: list[Job], run_dir: Path, run_id: str,
     return data
 
 
-def scan_to_dir(probe: FabricConfig, results_dir: str | None,
-                analysis: dict) -> tuple[int, Path]:
+def _ranges(rounds: set[int]) -> list[list[int]]:
+    """Sorted rounds as [first, last] runs (compact in metadata.json at any K)."""
+    out: list[list[int]] = []
+    for r in sorted(rounds):
+        if out and out[-1][1] == r - 1:
+            out[-1][1] = r
+        else:
+            out.append([r, r])
+    return out
+
+
+def _unranges(runs: list[list[int]]) -> set[int]:
+    return {r for a, b in runs for r in range(a, b + 1)}
+
+
+class RoundProgress:
+    """One line per finished round (at most one every PRINT_S, and the last), with the
+    rate and an ETA, read from the job's CSV as pairbench-mpi flushes it round by round."""
+
+    PRINT_S = 2.0
+
+    def __init__(self, label: str, part: PartScan, first: int, last: int,
+                 total: int, quiet: bool = False) -> None:
+        self.label, self.part = label, part
+        self.first, self.last, self.total = first, last, total
+        self.start = self.printed = time.monotonic()
+        self.quiet = quiet
+        self.last_tick = 0.0
+
+    def tick(self, final: bool = False) -> bool:
+        now = time.monotonic()
+        if not final and now - self.last_tick < 1.0:
+            return False
+        self.last_tick = now
+        new = self.part.feed()
+        done = max(0, len(set(self.part.order)) - (0 if final else 1))
+        if self.quiet or not (new or final) or (now - self.printed < self.PRINT_S
+                                                 and not final):
+            return False
+        self.printed = now
+        todo = self.last - self.first + 1
+        el = now - self.start
+        eta = (f", ETA {fmt_s(el / done * (todo - done))}" if 0 < done < todo else "")
+        at = self.first - 1 + done
+        print(f"fabric: {self.label}: round {at}/{self.total} "
+              f"({100 * at / self.total:.1f} %), {el / done if done else 0:.2f} s/round"
+              f"{eta}", file=sys.stderr, flush=True)
+        return False
+
+
+def fmt_s(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else (f"{s / 60:.0f} min" if s < 7200 else
+                                         f"{s / 3600:.1f} h")
+
+
+def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[], None],
+                 quiet: bool = False) -> None:
+    """Every (repetition, test) job of an MPI scan, each to its last round: a job that dies
+    is continued from its first unfinished round (pairbench-mpi --pattern scan:F-L); hosts
+    the launcher names as lost (1 to MAX_DROP of them) are left out of the rest of the
+    scan (their node pairs get error rows); a job that dies twice without finishing a
+    round ends that test's scan (the run can be --resume'd). State in meta["scan"]."""
+    n = total_rounds(len(cfg.hosts))
+    grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
+    state = meta.setdefault("scan", {"dropped": [], "jobs": {}})
+    for rep, test in itertools.product(range(1, cfg.repetitions + 1), cfg.tests):
+        js = state["jobs"].setdefault(f"r{rep}-{test}", {"rep": rep, "test": test,
+                                                          "parts": []})
+        stuck = 0
+        for part in js["parts"]:  # a part left running by a killed driver: read it back
+            if part.get("status") == "running":
+                _, done = scan_part(run_dir / part["csv"], False)
+                part.update(status="interrupted", complete=_ranges(done))
+        while True:
+            done = set().union(*(_unranges(p["complete"]) for p in js["parts"]))
+            first = next((r for r in range(1, n + 1) if r not in done), None)
+            dropped = tuple(state["dropped"])
+            if first is None or len(cfg.hosts) - len(dropped) < 2 or stuck >= 2:
+                break
+            job = mpi_job(cfg, rep, test, first, n, dropped, len(js["parts"]) + 1)
+            (run_dir / "raw").mkdir(exist_ok=True)
+            assert job.hostfile is not None
+            (run_dir / job.hostfile[0]).write_text(job.hostfile[1])
+            part = {"name": job.point.name, "csv": job.point.csv, "first": first, "last": n,
+                    "dropped": list(dropped), "status": "running", "complete": [],
+                    "argv": list(job.point.sides[0].argv)}
+            js["parts"].append(part)
+            save()
+            ps = PartScan(run_dir / str(job.point.csv))
+            prog = RoundProgress(f"r{rep} {test}", ps, first, n, n, quiet)
+            res = run_point(job.point, run_dir, grace, stop=prog.tick)
+            prog.tick(final=True)
+            ps, complete = scan_part(run_dir / str(job.point.csv), res.ok)
+            if res.ok:
+                complete = set(ps.order)  # exited 0: every round it ran is its final word
+            part.update(status="ok" if res.ok else "failed", complete=_ranges(complete),
+                        exit_codes=res.exit_codes, timed_out=res.timed_out,
+                        elapsed_s=round(res.elapsed_s, 3),
+                        reason=None if res.ok else failure_reason(res, run_dir))
+            save()
+            if res.ok:
+                break
+            err = (run_dir / job.point.sides[0].stderr).read_text(errors="replace")
+            lost = [h for h in launchers.get(cfg).failed_nodes(err) if h not in dropped]
+            print(f"fabric: r{rep} {test}: the job failed after round "
+                  f"{max(complete, default=first - 1)}: {part['reason']}", file=sys.stderr)
+            if 0 < len(lost) <= MAX_DROP:
+                state["dropped"] += lost
+                print(f"fabric: node(s) {', '.join(lost)} lost: the scan continues without "
+                      "them (their node pairs are reported failed)", file=sys.stderr)
+                stuck = 0
+            else:
+                stuck = stuck + 1 if not complete else 1
+            save()
+
+
+MAX_DROP = 3  # more hosts named at once is a job-wide failure, not a node's
+
+
+def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
+    """data.csv from the parts, streamed: each round from the last part that finished it;
+    a round no part finished gets an error row per size; node pairs of dropped hosts in the
+    rounds run without them get error rows naming the host. Returns the error rows."""
+    k, n = len(cfg.hosts), total_rounds(len(cfg.hosts))
+    pos = {h: i for i, h in enumerate(cfg.hosts)}
+    run_id = meta["run_id"]
+    errors = [0]
+
+    def err_lines(rep: int, test: str, rnd: int, pairs: list[tuple[int, int]],
+                  why: str, n_pairs: int = 0) -> list[str]:
+        """Error rows of round rnd: one per node pair given (its measuring host and peer;
+        n_pairs: the pairs column of the round's other rows), else one per size."""
+        out = []
+        for size in cfg.sizes:
+            if not pairs:
+                out.append(error_line("mpi", test, f"scan:{rnd}", size, 0, "", "", "all", why))
+            for a, b in pairs:
+                out.append(error_line("mpi", test, f"scan:{rnd}", size, n_pairs,
+                                      cfg.hosts[a], cfg.hosts[b], "node", why))
+        errors[0] += len(out)
+        return out
+
+    def sources():
+        for js in meta["scan"]["jobs"].values():
+            rep, test = js["rep"], js["test"]
+            owner: dict[int, int] = {}
+            for i, p in enumerate(js["parts"]):
+                for r in _unranges(p["complete"]):
+                    owner[r] = i
+            for i, p in enumerate(js["parts"]):
+                mine = {r for r, o in owner.items() if o == i}
+                yield part_lines(run_dir / p["csv"], mine), run_id, rep
+                drop = [pos[h] for h in p["dropped"]]
+                if drop:
+                    extra = []
+                    for r in sorted(mine):
+                        gone = [ab for ab in round_links(k, r) if set(ab) & set(drop)]
+                        ran = len(round_links(k, r, drop)) * cfg.ranks_per_node
+                        extra += err_lines(rep, test, r, gone,
+                                           "not run: node(s) " + " ".join(p["dropped"]) +
+                                           " lost earlier in the scan", ran)
+                    yield extra, run_id, rep
+            missing = [r for r in range(1, n + 1) if r not in owner]
+            last = js["parts"][-1].get("reason") if js["parts"] else None
+            why = "not run: the scan stopped before this round" + (f" ({last})" if last
+                                                                   else "")
+            yield (line for r in missing for line in err_lines(rep, test, r, [], why)), \
+                run_id, rep
+
+    write_data_csv(run_dir / "data.csv", sources())
+    return errors[0]
+
+
+def scan_to_dir(probe: FabricConfig, results_dir: str | None, analysis: dict,
+                dry_run: bool = False) -> tuple[int, Path | None]:
     """Plan (every bad input an error before anything exists), then run the scan into a new
     run directory; (error rows, run directory). `analysis` is recorded in metadata.json for
-    the outputs that are made from it."""
+    the outputs that are made from it. dry_run: print the plan and an estimate, run
+    nothing, (0, None)."""
     plan_fabric(probe)
+    if dry_run:
+        print(describe_plan(probe), flush=True)
+        return 0, None
     launcher = launchers.get(probe)
     if not launcher.remote_binary and not Path(probe.binary).is_file():
         raise UsageError(f"executable {probe.binary} not found (build it, or pass --binary)")
@@ -218,15 +420,85 @@ def scan_to_dir(probe: FabricConfig, results_dir: str | None,
     results = Path(results_dir).absolute() if results_dir else root / "results"
     run_dir = new_run_dir(results)
     cfg = replace(probe, run_dir=str(run_dir))
-    rounds, jobs = plan_fabric(cfg)
     meta = {"run_id": run_dir.name, "kind": "pairbench fabric", "status": "running",
             "started": now_iso(), "config": asdict(cfg),
-            "schedule": [[list(p) for p in rnd] for rnd in rounds], "analysis": analysis}
+            "schedule": {"kind": "round-robin tournament (docs/fabric.md)",
+                         "nodes": len(cfg.hosts), "rounds": total_rounds(len(cfg.hosts))},
+            "analysis": analysis}
     meta["fingerprint"] = fingerprint.gather(root, sys.argv)
     atomic_write_json(run_dir / "metadata.json", meta)
-    data = execute(cfg, jobs, run_dir, run_dir.name, meta)
-    n_err = sum(r.get("status") != "ok" for r in data)
-    meta.update(finished=now_iso(), rows=len(data), error_rows=n_err,
+    return continue_scan(cfg, run_dir, meta), run_dir
+
+
+def continue_scan(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
+    """Run (or go on with) the scan of run_dir; error rows."""
+    def save() -> None:
+        atomic_write_json(run_dir / "metadata.json", meta)
+
+    if cfg.layer == "mpi":
+        run_mpi_scan(cfg, run_dir, meta, save)
+        n_err = assemble_mpi(cfg, run_dir, meta)
+    else:
+        _, jobs = plan_fabric(cfg)
+        data = execute(cfg, jobs, run_dir, run_dir.name, meta)
+        n_err = sum(r.get("status") != "ok" for r in data)
+    meta.update(finished=now_iso(), error_rows=n_err,
                 status="complete" if n_err == 0 else "complete_with_errors")
-    atomic_write_json(run_dir / "metadata.json", meta)
-    return n_err, run_dir
+    if cfg.layer == "mpi":
+        n = total_rounds(len(cfg.hosts))
+        unfinished = [k for k, js in meta["scan"]["jobs"].items()
+                      if set(range(1, n + 1)) - set().union(
+                          *(_unranges(p["complete"]) for p in js["parts"]))]
+        if unfinished:
+            meta["status"] = "incomplete"
+            print(f"fabric: {', '.join(unfinished)} did not finish; go on with "
+                  f"pairbench fabric --resume {run_dir}", file=sys.stderr)
+    save()
+    return n_err
+
+
+def resume_scan(run_dir: Path) -> tuple[int, FabricConfig]:
+    """Go on with an interrupted MPI scan after its last complete round."""
+    try:
+        meta = json.loads((run_dir / "metadata.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--resume {run_dir}: no readable metadata.json ({exc})") from None
+    if meta.get("kind") != "pairbench fabric" or "config" not in meta:
+        raise UsageError(f"--resume {run_dir}: not a fabric scan")
+    c = meta["config"]
+    cfg = FabricConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
+    if cfg.layer != "mpi":
+        raise UsageError("--resume continues MPI scans (a verbs scan reruns its node pairs)")
+    meta.setdefault("resumed", []).append(now_iso())
+    meta["status"] = "running"
+    return continue_scan(cfg, run_dir, meta), cfg
+
+
+def describe_plan(cfg: FabricConfig) -> str:
+    """--dry-run: rounds, launches (the longest argument), and an estimate of the time."""
+    n, jobs = plan_fabric(cfg)
+    k = len(cfg.hosts)
+    per_point = (cfg.duration_s or 0.0) if getattr(cfg, "duration_s", None) else None
+    lines = [f"fabric scan of {k} nodes: {n} rounds of {k // 2} node pairs "
+             f"({k * (k - 1) // 2} node pairs), {len(cfg.tests)} test(s) x "
+             f"{len(cfg.sizes)} size(s) x {cfg.repetitions} repetition(s)",
+             f"launches: {len(jobs)}" + (" (one job per test and repetition; rounds run "
+                                         "inside pairbench-mpi)" if cfg.layer == "mpi"
+                                         else " (one per node pair)")]
+    for j in jobs[:4]:
+        argv = [a for s in j.point.sides for a in s.argv]
+        lines.append(f"  {j.point.name}: {' '.join(argv)[:300]}")
+    if len(jobs) > 4:
+        lines.append(f"  ... {len(jobs) - 4} more")
+    longest = max((len(a) for j in jobs for s in j.point.sides for a in s.argv), default=0)
+    lines.append(f"longest argument: {longest} characters")
+    est = per_point if per_point else ESTIMATE_POINT_S
+    total = n * len(cfg.tests) * len(cfg.sizes) * cfg.repetitions * (est + ROUND_OVERHEAD_S)
+    lines.append(f"estimated time: {fmt_s(total)} ({est:g} s per point"
+                 f"{'' if per_point else ' assumed (pass -D/--duration to fix it)'} + "
+                 f"{ROUND_OVERHEAD_S:g} s per point for barriers and rows, x {n} rounds)")
+    return "\n".join(lines)
+
+
+ESTIMATE_POINT_S = 0.25  # a point of the executables' default time-target mode, about
+ROUND_OVERHEAD_S = 0.05

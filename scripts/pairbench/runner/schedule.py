@@ -8,10 +8,16 @@ K odd: a placeholder makes M = K+1, the node paired with it sits the round out (
 K rounds of (K-1)/2 pairs. The first node of each pair is side A (it measures and, in
 one-way bandwidth tests, sends), chosen by a_first so every node is A in half of its
 pairs (within one).
+
+pairbench-mpi computes the same tournament itself (mpi/mp_scan.c, --pattern scan): the
+driver passes only `scan:FIRST-LAST[,skip=...]` (scan_pattern), never the rounds' text.
+round_links(k, r) is the C code's computation in Python, by node index (the simulator and
+the resume logic use it; tests check it against tournament()).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from pairbench.errors import UsageError
@@ -24,7 +30,7 @@ def tournament(nodes: Sequence[str]) -> list[Round]:
     names = list(nodes)
     if len(names) < 2:
         raise UsageError(f"a fabric scan needs at least 2 nodes, got {len(names)}")
-    dup = sorted({n for n in names if names.count(n) > 1})
+    dup = sorted(n for n, c in Counter(names).items() if c > 1)
     if dup:
         raise UsageError(f"node(s) listed twice: {', '.join(dup)}")
     slots: list[str | None] = [*names, None] if len(names) % 2 else list(names)
@@ -62,3 +68,36 @@ def rotate(items: list, k: int) -> list:
 def round_pattern(rnd: Round, index: dict[str, int]) -> str:
     """One round as pairbench-mpi's pattern nodes:A-B,C-D (node numbers from 0)."""
     return "nodes:" + ",".join(f"{index[a]}-{index[b]}" for a, b in rnd)
+
+
+def total_rounds(k: int) -> int:
+    """Rounds of the tournament over k nodes: k-1 (k even), k (k odd: one bye each)."""
+    return k if k % 2 else k - 1
+
+
+def round_links(k: int, r: int, skip: Sequence[int] = ()) -> list[tuple[int, int]]:
+    """Round r (1-based) of the tournament over positions 0..k-1 as (A, B) positions, in
+    the tournament's order, without the pairs of the positions in skip (as pairbench-mpi
+    --pattern scan:r,skip=...)."""
+    m = k + k % 2
+    gone = set(skip)
+    out = []
+    for i in range(m // 2):
+        j = m - 1 - i
+        x = 1 + (i - 1 - (r - 1)) % (m - 1) if i else 0
+        y = 1 + (j - 1 - (r - 1)) % (m - 1)
+        if x >= k or y >= k or x in gone or y in gone:
+            continue
+        out.append((x, y) if a_first(x, y, k) else (y, x))
+    return out
+
+
+def scan_pattern(first: int, last: int, k: int, skip: Sequence[int] = ()) -> str:
+    """pairbench-mpi's --pattern for rounds first..last of the scan over k positions, the
+    positions in skip not in the job (their nodes failed): at most a few dozen
+    characters at any k."""
+    if not 1 <= first <= last <= total_rounds(k):
+        raise UsageError(f"rounds {first}-{last}: a scan of {k} nodes has rounds "
+                         f"1..{total_rounds(k)}")
+    text = "scan" if (first, last) == (1, total_rounds(k)) else f"scan:{first}-{last}"
+    return text + (",skip=" + ",".join(map(str, sorted(skip))) if skip else "")

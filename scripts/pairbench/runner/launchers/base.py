@@ -6,7 +6,10 @@ connect_addr, as_root) and answers:
 
 - check(): bad input before anything starts (its program not on PATH, the wrong host count);
 - sides(exe, pairs, raw): the processes of one point (argv, stdout and stderr files);
-- job_argv(exe, ranks_per_node): one job over every host (a fabric scan's MPI job);
+- job_argv(exe, ranks_per_node, hostfile): one job over every host (a fabric scan's MPI
+  job); with hostfile (a path), the hosts are read from that file, written with
+  hostfile_text(), so that no argument grows with the node count;
+- failed_nodes(stderr_text): the hosts the launcher's own messages say were lost;
 - env(): the environment it adds to those processes;
 - run_plan(...): None when the sweep runs the points itself (one process group per point,
   killed on timeout or on a stop signal: pairbench.runner.run), or the exit code after it
@@ -68,9 +71,19 @@ class Launcher:
     def sides(self, exe: list[str], pairs: int, raw: str) -> tuple[Side, ...]:
         raise NotImplementedError
 
-    def job_argv(self, exe: list[str], ranks_per_node: int) -> list[str]:
-        """One job of ranks_per_node ranks on each of cfg.hosts."""
+    def job_argv(self, exe: list[str], ranks_per_node: int,
+                 hostfile: str | None = None) -> list[str]:
+        """One job of ranks_per_node ranks on each of cfg.hosts (read from hostfile if
+        given)."""
         raise UsageError(f"launcher {self.name} cannot start one job over several nodes")
+
+    def hostfile_text(self, ranks_per_node: int) -> str:
+        """The file job_argv's hostfile names: one host per line."""
+        return "".join(f"{h}\n" for h in self.cfg.hosts)
+
+    def failed_nodes(self, text: str) -> list[str]:
+        """Hosts of cfg.hosts that the launcher's messages in text name as lost."""
+        return []
 
     def env(self) -> tuple[tuple[str, str], ...]:
         return ()

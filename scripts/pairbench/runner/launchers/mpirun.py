@@ -4,6 +4,8 @@ per side (each forks its P workers), rank 0 the server. As root, Open MPI needs 
 
 from __future__ import annotations
 
+import re
+
 from pairbench.runner.launchers.base import OMPI_ROOT_ENV, Launcher, Side, main_side
 
 
@@ -31,11 +33,23 @@ class Mpirun(Launcher):
             argv += ["-H", ",".join(cfg.hosts)]
         return main_side(argv + list(cfg.launcher_args) + exe, raw)
 
-    def job_argv(self, exe: list[str], ranks_per_node: int) -> list[str]:
+    def job_argv(self, exe: list[str], ranks_per_node: int,
+                 hostfile: str | None = None) -> list[str]:
         """K x R ranks, R per node, node i = the i-th host (ranks round-robin)."""
         hosts, r = self.cfg.hosts, ranks_per_node
-        return [str(self.command), "-np", str(len(hosts) * r), "--map-by", "node",
-                "-H", ",".join(f"{h}:{r}" for h in hosts), *self.cfg.launcher_args, *exe]
+        where = (["--hostfile", hostfile] if hostfile
+                 else ["-H", ",".join(f"{h}:{r}" for h in hosts)])
+        return [str(self.command), "-np", str(len(hosts) * r), "--map-by", "node", *where,
+                *self.cfg.launcher_args, *exe]
+
+    def hostfile_text(self, ranks_per_node: int) -> str:
+        return "".join(f"{h} slots={ranks_per_node}\n" for h in self.cfg.hosts)
+
+    def failed_nodes(self, text: str) -> list[str]:
+        """Open MPI: "... Remote daemon: [[x,0],3] on node HOST", "... on node HOST
+        exited on signal ..."."""
+        named = {h.rstrip(",.;:") for h in re.findall(r"on node (\S+)", text)}
+        return [h for h in self.cfg.hosts if h in named]
 
     def env(self) -> tuple[tuple[str, str], ...]:
         return OMPI_ROOT_ENV if self.cfg.as_root else ()

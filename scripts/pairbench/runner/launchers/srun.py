@@ -5,6 +5,8 @@ P = 2); verbs: one task per node."""
 
 from __future__ import annotations
 
+import re
+
 from pairbench.runner.launchers.base import Launcher, Side, main_side
 
 
@@ -32,13 +34,22 @@ class Srun(Launcher):
             argv += ["--nodelist", ",".join(cfg.hosts)]
         return main_side(argv + list(cfg.launcher_args) + exe, raw)
 
-    def job_argv(self, exe: list[str], ranks_per_node: int) -> list[str]:
+    def job_argv(self, exe: list[str], ranks_per_node: int,
+                 hostfile: str | None = None) -> list[str]:
         """K x R tasks, R per node (srun numbers the nodes its own way: the rows' host
-        columns say which is which)."""
+        columns say which is which). srun reads --nodelist from a file when the value
+        holds a '/'."""
         hosts, r = self.cfg.hosts, ranks_per_node
         return [str(self.command), "-N", str(len(hosts)), "-n", str(len(hosts) * r),
-                f"--ntasks-per-node={r}", "--nodelist", ",".join(hosts),
+                f"--ntasks-per-node={r}", "--nodelist", hostfile or ",".join(hosts),
                 *self.cfg.launcher_args, *exe]
+
+    def failed_nodes(self, text: str) -> list[str]:
+        """Slurm: "srun: error: HOST: task 3: Exited with exit code 1", "... Node failure
+        on HOST"."""
+        named = set(re.findall(r"srun: error: (\S+?): task", text))
+        named |= set(re.findall(r"[Nn]ode failure on (\S+)", text))
+        return [h for h in self.cfg.hosts if h in named]
 
 
 LAUNCHER = Srun

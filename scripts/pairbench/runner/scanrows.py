@@ -1,0 +1,165 @@
+"""The rows of a fabric scan's MPI jobs, streamed: which rounds a part (one job's CSV) holds
+complete, and data.csv assembled from the parts without holding the rows in memory.
+
+A scan of K nodes writes ~K²/2 pair rows per test and size (1,024 nodes, two tests, two
+sizes: ~4 million rows, ~0.7 GB of CSV); here every row is one line, split on commas (a
+quoted line, rare: error texts, goes through csv), never a dict.
+
+Round R of a part is *complete* when every one of its rows is ok and a later round follows
+it in the same file, or the job exited 0 (pairbench-mpi flushes its CSV after each round:
+rounds before the last one seen are whole; the last may be cut short by a dying job).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pairbench.contract.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
+
+HEADER = ",".join(COLUMNS)
+IDX = {c: i for i, c in enumerate(COLUMNS)}
+I_PATTERN, I_STATUS = IDX["pattern"], IDX["status"]
+
+
+def split_line(line: str) -> list[str]:
+    """One CSV line's cells (the fast path: no quotes)."""
+    if '"' in line:
+        return next(csv.reader([line]))
+    return line.split(",")
+
+
+def round_of(pattern: str) -> int:
+    """scan:R -> R; 0 for anything else (a confirmation round's nodes:..., no pattern)."""
+    if pattern.startswith("scan:"):
+        try:
+            return int(pattern[5:])
+        except ValueError:
+            return 0
+    return 0
+
+
+@dataclass
+class PartScan:
+    """What has been read of one part's CSV so far (incrementally: feed() new bytes)."""
+
+    path: Path
+    offset: int = 0
+    header_ok: bool | None = None
+    rest: str = ""
+    order: list[int] = field(default_factory=list)   # rounds in the order they appeared
+    bad: set[int] = field(default_factory=set)       # rounds with a row that is not ok
+    rows: int = 0
+
+    def feed(self) -> int:
+        """Read what the job appended since the last call; the number of new rounds."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return 0
+        if not chunk:
+            return 0
+        self.offset += len(chunk)
+        text = self.rest + chunk.decode("utf-8", "replace")
+        lines = text.split("\n")
+        self.rest = lines.pop()
+        before = len(self.order)
+        for line in lines:
+            self._line(line)
+        return len(self.order) - before
+
+    def _line(self, line: str) -> None:
+        if not line:
+            return
+        if self.header_ok is None:
+            self.header_ok = line.rstrip("\r") == HEADER
+            return
+        cells = split_line(line)
+        if len(cells) != len(COLUMNS):
+            return
+        r = round_of(cells[I_PATTERN])
+        if not r:
+            return
+        self.rows += 1
+        if not self.order or self.order[-1] != r:
+            self.order.append(r)
+        if cells[I_STATUS] != "ok":
+            self.bad.add(r)
+
+    def complete(self, exited_ok: bool) -> set[int]:
+        """The rounds this part holds whole (see the module's docstring)."""
+        if not self.header_ok:
+            return set()
+        seen = list(dict.fromkeys(self.order))
+        last = seen[-1] if seen and not exited_ok else None
+        return {r for r in seen if r not in self.bad and r != last}
+
+
+def scan_part(path: Path, exited_ok: bool) -> tuple[PartScan, set[int]]:
+    """Read a whole part: (its scan, its complete rounds)."""
+    ps = PartScan(path)
+    while ps.feed():
+        pass
+    if ps.rest:
+        ps.rest += "\n"
+        ps.feed()
+        ps._line(ps.rest.rstrip("\n"))
+        ps.rest = ""
+    return ps, ps.complete(exited_ok)
+
+
+def part_lines(path: Path, keep: set[int]) -> Iterator[str]:
+    """The data lines of a part whose round is in keep (header and cut rows dropped)."""
+    try:
+        f = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError:
+        return
+    with f:
+        head = f.readline()
+        if head.rstrip("\r\n") != HEADER:
+            return
+        for line in f:
+            if not line.endswith("\n"):
+                break  # cut short by a dying job
+            cells = split_line(line.rstrip("\r\n"))
+            if len(cells) == len(COLUMNS) and round_of(cells[I_PATTERN]) in keep:
+                yield line.rstrip("\r\n")
+
+
+def error_line(layer: str, test: str, pattern: str, size: int, pairs: int, host: str,
+               peer: str, scope: str, reason: str) -> str:
+    """One error row (CSV contract: a failed point is a row, never a missing one)."""
+    cells = [""] * len(COLUMNS)
+    for k, v in (("schema_version", str(SCHEMA_VERSION)), ("layer", layer), ("test", test),
+                 ("pattern", pattern), ("msg_size_bytes", str(size)), ("pairs", str(pairs)),
+                 ("pair_id", "all"), ("scope", scope), ("host", host), ("peer", peer),
+                 ("status", "error"), ("error", reason)):
+        cells[IDX[k]] = v
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(cells)
+    return buf.getvalue()
+
+
+def write_data_csv(path: Path, sources: Iterable[tuple[Iterable[str], str, int]]) -> int:
+    """data.csv from (lines, run_id, repetition) sources, streamed to a temporary file and
+    renamed over path (readers see the old or the new file, never a torn one); rows."""
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write(",".join((*COLUMNS, *DRIVER_COLUMNS)) + "\n")
+        for lines, run_id, rep in sources:
+            tail = f",{run_id},{rep}\n"
+            for line in lines:
+                out.write(line)
+                out.write(tail)
+                n += 1
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    return n

@@ -1,0 +1,153 @@
+"""pairbench fabric through the simulated fabric (tests/sim/fabric_sim.py: a stand-in for
+mpirun + pairbench-mpi): the whole driver path — planning, the job, rows per round,
+collection, analysis, outputs — with planted bad nodes and links, a node lost mid-scan, a
+scan killed mid-way and resumed, and --dry-run. Large K (1,024, 4,096) is benchmarked by
+results/fabric-scale/ (run.sh), not here."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HERE, REPO, cli
+
+SIM = HERE.parent / "sim" / "fabric_sim.py"
+
+
+def hosts(k: int) -> str:
+    return ",".join(f"n{i:03d}" for i in range(k))
+
+
+def fabric_args(tmp_path: Path, k: int, *extra: str) -> list[str]:
+    return ["fabric", "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
+            sys.executable, "--hosts", hosts(k), "--test", "latency,bw", "-s", "8,64K",
+            "--results-dir", str(tmp_path), *extra]
+
+
+def sim_scan(tmp_path: Path, k: int, env: dict, *extra: str, code: int = 0) -> Path:
+    p = cli(*fabric_args(tmp_path, k, *extra), env=env, timeout=600)
+    assert p.returncode == code, p.stderr
+    return Path(p.stdout.strip().splitlines()[-1])
+
+
+def verdicts(run: Path) -> list[dict]:
+    return json.loads((run / "fabric.json").read_text())["verdicts"]
+
+
+def test_planted_node_and_link_found_nothing_else_at_5_percent_noise(tmp_path: Path) -> None:
+    env = {"PB_SIM_SLOW": "n005=3,n002~n009=2", "PB_SIM_NOISE": "0.05"}
+    run = sim_scan(tmp_path, 24, env)
+    vs = verdicts(run)
+    assert len(vs) == 4  # two tests x two sizes
+    for v in vs:
+        assert v["suspect_nodes"] == ["n005"], v["suspect_nodes"]
+        assert v["suspect_links"] == [["n002", "n009"]]
+        assert v["links_measured"] == v["links_expected"] == 24 * 23 // 2
+    # rows carry the compact label scan:R, never a round's text; every node pair once
+    with open(run / "data.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["pattern"] for r in rows} == {f"scan:{i}" for i in range(1, 24)}
+    pairs = {frozenset((r["host"], r["peer"])) for r in rows
+             if r["scope"] == "pair" and r["test"] == "bw" and r["msg_size_bytes"] == "8"}
+    assert len(pairs) == 24 * 23 // 2
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["status"] == "complete"
+    assert meta["schedule"] == {"kind": "round-robin tournament (docs/fabric.md)",
+                                "nodes": 24, "rounds": 23}
+
+
+def test_a_lost_node_does_not_lose_the_scan(tmp_path: Path) -> None:
+    """n007 is lost when round 5 starts: the job dies naming it (as Open MPI does), the
+    scan goes on from round 5 without it, its remaining node pairs are failed rows, and
+    everything else is measured and judged."""
+    env = {"PB_SIM_LOSE": "n007@5", "PB_SIM_SLOW": "n003=4"}
+    run = sim_scan(tmp_path, 12, env, code=1)
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["scan"]["dropped"] == ["n007"]
+    parts = meta["scan"]["jobs"]["r1-latency"]["parts"]
+    assert [(p["first"], p["status"]) for p in parts] == [(1, "failed"), (5, "ok")]
+    assert "--pattern" in parts[1]["argv"]
+    assert parts[1]["argv"][parts[1]["argv"].index("--pattern") + 1] == "scan:5-11,skip=7"
+    for v in verdicts(run):
+        failed = {frozenset(x) for x in v["links_failed"]}
+        assert failed and all("n007" in x for x in failed)
+        assert v["links_measured"] + len(failed) == v["links_expected"] == 66
+        assert v["suspect_nodes"] == ["n003"]
+
+
+def wait_for_rounds(csv_path: Path, n: int, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if csv_path.is_file():
+            labels = set()
+            for line in csv_path.read_text().splitlines()[1:]:
+                labels.add(line.split(",")[4])
+            if len(labels) > n:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"{csv_path}: fewer than {n} rounds after {timeout} s")
+
+
+def test_resume_after_the_scan_was_killed_gives_the_same_verdict(tmp_path: Path) -> None:
+    env = {"PB_SIM_SLOW": "n004=3,n001~n010=2", "PB_SIM_SEED": "7"}
+    whole = sim_scan(tmp_path / "whole", 16, env)
+    pidfile = tmp_path / "sim.pid"
+    (tmp_path / "cut").mkdir()
+    envp = {**os.environ, **env, "PB_SIM_ROUND_S": "0.2", "PB_SIM_PIDFILE": str(pidfile),
+            "PYTHONPATH": str(REPO / "scripts")}
+    driver = subprocess.Popen([sys.executable, "-m", "pairbench",
+                               *fabric_args(tmp_path / "cut", 16)], env=envp,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "cut").glob("*/raw/r1-latency-scan.csv")):
+            assert time.monotonic() < deadline and driver.poll() is None
+            time.sleep(0.1)
+        run = next((tmp_path / "cut").glob("*"))
+        wait_for_rounds(run / "raw" / "r1-latency-scan.csv", 6)
+    finally:
+        driver.kill()  # the driver and its job, as an ended allocation would
+        driver.communicate()
+        if pidfile.is_file():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    time.sleep(0.3)
+    assert not (run / "fabric.json").exists()
+    p = cli("fabric", "--resume", str(run), env={**env}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    meta = json.loads((run / "metadata.json").read_text())
+    parts = meta["scan"]["jobs"]["r1-latency"]["parts"]
+    assert parts[0]["status"] == "interrupted" and parts[1]["first"] > 5
+    assert meta["status"] == "complete" and meta["resumed"]
+    strip = ("matrix", "heatmap")
+    a = [{k: x for k, x in v.items() if k not in strip} for v in verdicts(whole)]
+    b = [{k: x for k, x in v.items() if k not in strip} for v in verdicts(run)]
+    assert a == b  # the same links, the same values, the same suspects
+    assert b[0]["suspect_nodes"] == ["n004"] and b[0]["suspect_links"] == [["n001", "n010"]]
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
+    p = cli(*fabric_args(tmp_path, 1024, "--dry-run"), timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "fabric scan of 1024 nodes: 1023 rounds of 512 node pairs" in p.stdout
+    assert "estimated time" in p.stdout and "longest argument" in p.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("bad,msg", [
+    (["--resume", "/nonexistent"], "no readable metadata.json"),
+    (["--hosts", "@/nonexistent/hosts"], "--hosts @/nonexistent/hosts"),
+])
+def test_bad_resume_and_host_file(tmp_path: Path, bad: list, msg: str) -> None:
+    p = cli("fabric", *bad, "--binary", sys.executable, timeout=60)
+    assert p.returncode == 2 and msg in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1

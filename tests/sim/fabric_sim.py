@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""A simulated K-node fabric: a stand-in for `mpirun` + `pairbench-mpi` that writes what
+pairbench-mpi --pattern scan would write for a fabric with planted bad nodes and links and
+a noise level, so that the whole driver path (`pairbench fabric --launcher mpirun
+--launcher-cmd tests/sim/fabric_sim.py`) runs at K = 1,024 or 4,096 on one machine.
+
+It is called as mpirun is by the driver's mpirun launcher:
+
+    fabric_sim.py -np N --map-by node (--hostfile FILE | -H h1:R,h2:R,...) [launcher args]
+                  BINARY --test T --sizes S1,S2 --pattern P ... --output CSV --env-json E
+
+The BINARY is not run. P is `scan[:F[-L]][,skip=I,...]` (mpi/mp_scan.c's tournament, via
+pairbench.runner.schedule.round_links, which the tests check against the C code's) or
+`nodes:A-B,...` (a confirmation round; job node numbers). Rows: per round and size one
+row per pair (scope=pair), one per measuring node (scope=node, the node pair's value) and
+the job's aggregate (scope=all), the CSV contract's columns; CSV flushed after each round
+as pairbench-mpi does.
+
+The fabric (environment):
+  PB_SIM_SLOW      "HOST=F,HOSTA~HOSTB=F,...": a node F times slower on every link (latency
+                   x F, bandwidth / F), or one link (a bad cable)
+  PB_SIM_NOISE     relative noise, uniform in [1 - n, 1 + n] per node pair, size and round
+                   (default 0.05)
+  PB_SIM_SEED      the noise's seed (default 1): values depend only on (seed, test, size,
+                   node pair, round), so a round run again gives the same numbers
+  PB_SIM_ROUND_S   seconds each round takes (default 0)
+  PB_SIM_LOSE      "HOST@R": the node is lost when round R starts (if it is in the job):
+                   the job dies half-way through round R with Open MPI's message naming it
+  PB_SIM_DIE_AT    R: the job dies half-way through round R, naming no node
+  PB_SIM_PIDFILE   write this process's id there (tests that kill the scan)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import zlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+from pairbench.contract.columns import COLUMNS, SCHEMA_VERSION
+from pairbench.runner.schedule import round_links, total_rounds
+
+BW_TESTS = {"bw", "bibw", "msgrate"}
+IDX = {c: i for i, c in enumerate(COLUMNS)}
+MASK = (1 << 64) - 1
+
+
+def mix(x: int) -> int:
+    """splitmix64: a well-spread hash of an integer key."""
+    x = (x + 0x9E3779B97F4A7C15) & MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+def parse_args(argv: list[str]) -> tuple[list[str], int, dict[str, str]]:
+    """(job hosts, ranks per node, the executable's options)."""
+    if "--test" not in argv:
+        raise SystemExit("fabric_sim: no --test in the command line")
+    i = argv.index("--test")
+    launcher, exe = argv[:i - 1], argv[i:]
+    hosts: list[str] = []
+    slots = 1
+    for j, a in enumerate(launcher):
+        if a == "--hostfile":
+            for line in Path(launcher[j + 1]).read_text().splitlines():
+                if line.strip():
+                    hosts.append(line.split()[0])
+                    if "slots=" in line:
+                        slots = int(line.split("slots=")[1])
+        elif a == "-H":
+            for h in launcher[j + 1].split(","):
+                name, _, r = h.partition(":")
+                hosts.append(name)
+                slots = int(r or 1)
+    opts: dict[str, str] = {}
+    j = 0
+    while j < len(exe):
+        if exe[j].startswith("--") and j + 1 < len(exe) and not exe[j + 1].startswith("--"):
+            opts[exe[j]] = exe[j + 1]
+            j += 2
+        else:
+            opts[exe[j]] = ""
+            j += 1
+    return hosts, slots, opts
+
+
+def parse_sizes(text: str) -> list[int]:
+    out = []
+    for s in text.split(","):
+        mult = {"K": 1024, "M": 1024 ** 2}.get(s[-1:].upper(), 1)
+        out.append(int(s[:-1] if mult > 1 else s) * mult)
+    return out
+
+
+def rounds_of(pattern: str, nodes: int) -> tuple[list[tuple[str, list[tuple[int, int]]]], int,
+                                                 list[int]]:
+    """[(label, [(A, B) job node numbers])], the scan's K, its skipped positions."""
+    if pattern.startswith("nodes:"):
+        pairs = [tuple(int(x) for x in p.split("-")) for p in pattern[6:].split(",")]
+        return [(pattern, pairs)], nodes, []  # type: ignore[list-item]
+    head, _, skip_text = pattern.partition(",skip=")
+    skip = sorted(int(x) for x in skip_text.split(",")) if skip_text else []
+    k = nodes + len(skip)
+    first, last = 1, total_rounds(k)
+    if head.startswith("scan:"):
+        f, _, lst = head[5:].partition("-")
+        first, last = int(f), int(lst or f)
+    live = [p for p in range(k) if p not in set(skip)]
+    job = {p: j for j, p in enumerate(live)}
+    out = []
+    for r in range(first, last + 1):
+        out.append((f"scan:{r}", [(job[a], job[b]) for a, b in round_links(k, r, skip)]))
+    return out, k, skip
+
+
+class Fabric:
+    def __init__(self, hosts: list[str]) -> None:
+        self.noise = float(os.environ.get("PB_SIM_NOISE", "0.05"))
+        self.seed = int(os.environ.get("PB_SIM_SEED", "1"))
+        self.node: dict[str, float] = {}
+        self.link: dict[frozenset, float] = {}
+        for item in filter(None, os.environ.get("PB_SIM_SLOW", "").split(",")):
+            what, _, f = item.partition("=")
+            if "~" in what:
+                self.link[frozenset(what.split("~"))] = float(f)
+            else:
+                self.node[what] = float(f)
+
+    def factor(self, a: str, b: str, key: int) -> float:
+        f = self.node.get(a, 1.0) * self.node.get(b, 1.0) * self.link.get(frozenset((a, b)), 1.0)
+        u = mix(key) / MASK  # [0, 1]
+        return f * (1 + self.noise * (2 * u - 1))
+
+
+def base_value(test: str, size: int) -> float:
+    if test in BW_TESTS:
+        return 100.0 * size / (size + 8192)        # Gbit/s: 100 Gbit/s links
+    return 1.2 + size / 12500.0                    # µs: 1.2 µs + the wire time
+
+
+def row(cells: dict[str, str]) -> str:
+    out = [""] * len(COLUMNS)
+    for k, v in cells.items():
+        out[IDX[k]] = v
+    return ",".join(out)
+
+
+def write_round(out, test: str, label: str, rnd: int, sizes: list[int],
+                pairs: list[tuple[int, int]], hosts: list[str], k: int, r: int,
+                fab: Fabric, until: int | None = None) -> None:
+    """One round's rows; until: stop after that many node pairs (a dying job)."""
+    bw = test in BW_TESTS
+    tkey = sum(map(ord, test))
+    for size in sizes:
+        base = base_value(test, size)
+        common = {"schema_version": str(SCHEMA_VERSION), "layer": "mpi", "test": test,
+                  "pattern": label, "buffers": "fresh", "msg_size_bytes": str(size),
+                  "pairs": str(len(pairs) * r), "iterations": "1000",
+                  "warmup_iterations": "100", "status": "ok"}
+        if not bw:
+            common["lat_kind"] = "half_rtt"
+        lines, vals = [], []
+        for n, (a, b) in enumerate(pairs):
+            if until is not None and n >= until:
+                out.write("\n".join(lines) + "\n")
+                out.flush()
+                return
+            ha, hb = hosts[a], hosts[b]
+            link = zlib.crc32(f"{min(ha, hb)}~{max(ha, hb)}".encode())
+            key = mix(fab.seed) ^ mix(tkey * 1_000_003 + size) ^ mix((link << 20) ^ rnd)
+            f = fab.factor(ha, hb, key)
+            v = base / f if bw else base * f
+            vals.append(v)
+            metric = ({"bw_gbit_s": f"{v:.6g}", "bw_mbyte_s": f"{v * 125:.6g}"} if bw else
+                      {"lat_us_min": f"{0.95 * v:.6g}", "lat_us_p50": f"{v:.6g}",
+                       "lat_us_p90": f"{1.05 * v:.6g}", "lat_us_p99": f"{1.2 * v:.6g}",
+                       "lat_us_mean": f"{1.01 * v:.6g}", "lat_us_max": f"{2 * v:.6g}"})
+            for j in range(r):
+                lines.append(row({**common, **metric, "pair_id": str(n * r + j),
+                                  "scope": "pair", "host": ha, "peer": hb}))
+            lines.append(row({**common, **metric, "pair_id": "all", "scope": "node",
+                              "host": ha}))
+        agg = sorted(vals)[len(vals) // 2] if vals else 0.0
+        lines.append(row({**common, "pair_id": "all", "scope": "all", "host": hosts[0],
+                          **({"bw_gbit_s": f"{agg * len(vals):.6g}"} if bw else
+                             {"lat_us_p50": f"{agg:.6g}"})}))
+        out.write("\n".join(lines) + "\n")
+    out.flush()
+
+
+def main(argv: list[str]) -> int:
+    if os.environ.get("PB_SIM_PIDFILE"):
+        Path(os.environ["PB_SIM_PIDFILE"]).write_text(str(os.getpid()))
+    hosts, r, opts = parse_args(argv)
+    test, sizes = opts["--test"], parse_sizes(opts.get("--sizes", "8"))
+    rounds, k, _ = rounds_of(opts["--pattern"], len(hosts))
+    fab = Fabric(hosts)
+    pause = float(os.environ.get("PB_SIM_ROUND_S", "0"))
+    lose_host, _, lose_at = os.environ.get("PB_SIM_LOSE", "").partition("@")
+    die_at = int(os.environ.get("PB_SIM_DIE_AT", "0") or 0)
+    if opts.get("--env-json"):
+        Path(opts["--env-json"]).write_text(json.dumps(
+            {"tool": "fabric_sim (simulated pairbench-mpi)", "nodes": len(hosts),
+             "world_size": len(hosts) * r, "pattern": opts["--pattern"]}) + "\n")
+    with open(opts["--output"], "w", encoding="utf-8") as out:
+        out.write(",".join(COLUMNS) + "\n")
+        out.flush()
+        for label, pairs in rounds:
+            rnd = int(label[5:]) if label.startswith("scan:") else 0
+            lost = lose_host in hosts and lose_at and rnd >= int(lose_at)
+            if lost or (die_at and rnd == die_at):
+                write_round(out, test, label, rnd, sizes, pairs, hosts, k, r, fab,
+                            until=len(pairs) // 2)
+                if lost:
+                    print("--------------------------------------------------------------\n"
+                          "ORTE has lost communication with a remote daemon.\n\n"
+                          "  HNP daemon   : [[4711,0],0] on node simhead\n"
+                          f"  Remote daemon: [[4711,0],{hosts.index(lose_host) + 1}] on node "
+                          f"{lose_host}\n\nThis is usually due to either a failure of the "
+                          "TCP network\nconnection to the node, or possibly an internal "
+                          "failure of\nthe daemon itself.", file=sys.stderr)
+                else:
+                    print(f"pairbench-mpi: error: round {rnd}: the job was ended",
+                          file=sys.stderr)
+                return 1
+            write_round(out, test, label, rnd, sizes, pairs, hosts, k, r, fab)
+            if pause:
+                time.sleep(pause)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
