@@ -378,6 +378,15 @@ static int pb_engine_start(const struct pb_engine_ctx *c, struct pb_timed *t, ui
 		snprintf(t->error, sizeof(t->error), "set-up/warm-up at %llu B failed: %s",
 			 (unsigned long long)c->size,
 			 test->error && test->error(c->tctx)[0] ? test->error(c->tctx) : strerror(-rc));
+	if (!rc && test->quiet) {
+		/* Everyone has warmed up: the quiet moment before the window (device counters). */
+		rc = c->meet->barrier(c->mctx, release_ns);
+		if (!rc)
+			rc = test->quiet(c->tctx, c->size, false);
+		if (rc)
+			snprintf(t->error, sizeof(t->error), "quiet moment before %llu B failed: %s",
+				 (unsigned long long)c->size, strerror(-rc));
+	}
 	if (!rc) {
 		rc = c->meet->barrier(c->mctx, release_ns);
 		if (rc)
@@ -531,6 +540,14 @@ static int pb_engine_collect(struct pb_engine_ctx *c, int rc)
 		rc = crc;
 		snprintf(c->why, sizeof(c->why), "collecting results at %llu B failed: %s",
 			 (unsigned long long)c->size, strerror(-crc));
+	}
+	if (!crc && c->test->quiet) {
+		/* Every result is in: the quiet moment after the window.  Its failure fails no row. */
+		int qrc = c->test->quiet(c->tctx, c->size, true);
+
+		if (qrc)
+			pb_log_error("quiet moment after %llu B: %s", (unsigned long long)c->size,
+				     strerror(-qrc));
 	}
 	if (!c->role->leader)
 		return rc;

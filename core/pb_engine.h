@@ -8,12 +8,15 @@
  * Per size, every process of the run does:
  *   test->prepare(size)            untimed set-up (may be NULL)
  *   test->warmup(size, warmup)     untimed (may be NULL)
+ *   [meet->barrier(), test->quiet(size, false)]   when the test has quiet():
+ *                                  every process warmed up, nobody moves data
  *   meet->barrier()                all processes start together; it gives the
  *                                  node's common start, the deadline's base
  *                                  (pb_window.h)
  *   test->timed(&t)                the timed block (samples / window)
  *   meet->publish(result)          measuring processes only
  *   meet->collect(...)             every process; the leader gets all results
+ *   [test->quiet(size, true)]      when the test has quiet()
  *   leader: rows (pb_result_rows) -> CSV + table
  * Warm-up runs before the start barrier: a transport's warmup() must not
  * assume its peer has passed the barrier (verbs servers serve the warm-up
@@ -68,6 +71,15 @@ struct pb_test_ops {
 	int (*finish)(void *tctx, uint64_t msg_size_bytes);
 	/* Optional: the transport's own text for its last failure (rows say it instead of strerror). */
 	const char *(*error)(void *tctx);
+	/*
+	 * Optional: the point's two quiet moments, called by every process.
+	 * after = false: once every process has warmed up (an extra barrier
+	 * before it, the start barrier after it: nobody moves data); after =
+	 * true: once the results are collected (before the leader's rows).  It
+	 * must not move data; verbs reads its device counters here
+	 * (verbs/vb_counters.h).  0 or a negative errno (the point fails).
+	 */
+	int (*quiet)(void *tctx, uint64_t msg_size_bytes, bool after);
 };
 
 struct pb_meet_ops {

@@ -97,6 +97,7 @@ struct vb_params {
 };
 
 struct vb_worker;
+struct vb_counters;
 
 /*
  * What one worker of a test runs: the engine's ops and the MR access its data
@@ -327,6 +328,7 @@ struct vb_worker {
 	uint64_t posts;           /* latency loops: requests posted this size */
 	uint64_t atomic_value;    /* cswap: expected current value */
 	struct vb_slots slots;    /* buffer layout of the current size (vb_buf.c) */
+	struct vb_counters *counters; /* the node leader: port counters around each window; else NULL */
 	char error[256];
 };
 

@@ -457,8 +457,21 @@ static void vb_env_device(FILE *f, const struct vb_params *p, const struct vb_pr
 	fprintf(f, ", \"numa_node\": %d}", pr->numa_node);
 }
 
+/* "counters": the records the node leader wrote around each point's window (docs/health.md). */
+static void vb_env_counters(FILE *f, FILE *counters)
+{
+	char buf[4096];
+	size_t n;
+
+	fputs("  \"counters\": [", f);
+	if (counters && !fflush(counters) && fseek(counters, 0, SEEK_SET) == 0)
+		while ((n = fread(buf, 1, sizeof(buf), counters)) > 0)
+			fwrite(buf, 1, n, f);
+	fputs("\n  ],\n", f);
+}
+
 int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
-		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci)
+		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci, FILE *counters)
 {
 	const struct vb_probe *pr = &sh->dev[0];
 	struct utsname un;
@@ -512,6 +525,7 @@ int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 	for (unsigned d = 0; d < sh->ndev; d++)
 		vb_env_device(f, p, &sh->dev[d], d == 0);
 	fputs("\n  ],\n", f);
+	vb_env_counters(f, counters);
 	vb_json_kv(f, "pin_policy", pb_pin_policy_names[p->c.pin], true);
 	vb_json_kv(f, "pin_note", pin_note, true);
 	vb_env_placement(f, p, sh, workers);

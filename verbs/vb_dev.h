@@ -17,10 +17,11 @@
  */
 int vb_dev_probe(const struct vb_params *p, struct vb_shared *sh);
 /* Launcher: JSON environment record into f, opened by main() (ci: the launcher's clock
- * calibration).  Returns 0 or -errno. */
+ * calibration; counters: the leader's port-counter records, vb_counters.h, or NULL).
+ * Returns 0 or -errno. */
 struct pb_clock_info;
 int vb_env_write(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
-		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci);
+		 unsigned workers, const char *pin_note, const struct pb_clock_info *ci, FILE *counters);
 /* IB MTU enum <-> bytes. */
 int vb_mtu_bytes(int mtu_enum);
 int vb_mtu_enum(uint64_t bytes);

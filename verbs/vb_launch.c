@@ -15,6 +15,7 @@
 #include "pb_log.h"
 #include "pb_run.h"
 #include "vb_cm.h"
+#include "vb_counters.h"
 #include "vb_dev.h"
 #include "vb_devmap.h"
 #include "vb_fault.h"
@@ -361,6 +362,14 @@ static struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 	return ep;
 }
 
+/* pb_test_ops.quiet of every verbs worker: the node leader reads its devices' counters. */
+static int vb_worker_quiet(void *tctx, uint64_t msg_size_bytes, bool after)
+{
+	struct vb_worker *w = tctx;
+
+	return w->counters ? vb_counters_edge(w->counters, msg_size_bytes, after) : 0;
+}
+
 static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 {
 	const struct vb_params *p = L->p;
@@ -376,7 +385,23 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 		.table = role.leader && !p->c.quiet ? stderr : NULL,
 		.progress = role.leader ? &L->sh->csv_progress : NULL,
 	};
-	int rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, w->role->ops, w, &sink);
+	struct pb_test_ops ops = *w->role->ops;
+	struct vb_counters counters;
+	int rc;
+
+	/* Every process takes part in the quiet moments (their barriers); the leader reads counters. */
+	ops.quiet = L->counters ? vb_worker_quiet : NULL;
+	if (role.leader && L->counters) {
+		const char *names[VB_MAX_DEVS];
+
+		for (unsigned d = 0; d < L->sh->ndev; d++)
+			names[d] = L->sh->dev[d].device;
+		if (!vb_counters_init(&counters, names, L->sh->ndev, (unsigned)p->ib_port, NULL, L->counters))
+			w->counters = &counters;
+	}
+	rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, &ops, w, &sink);
+	vb_counters_free(w->counters);
+	w->counters = NULL;
 
 	if (role.leader && L->csv && (fflush(L->csv) || ferror(L->csv))) {
 		/* Said once, here; the launcher does not try the same output again. */
@@ -514,6 +539,9 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 		pb_log_error("shared-memory segment for %u processes: %s", L.members, strerror(-rc));
 		goto out;
 	}
+	/* Before the fork: the leader appends its counter records, the launcher copies them into --env-json. */
+	if (env && !(L.counters = tmpfile()))
+		pb_log_warn("no port counters in --env-json: temporary file: %s", strerror(errno));
 	code = vb_run_workers(&L);
 	if (vb_interrupted) {
 		/* 128 + signal, the shell's convention: callers can tell an interruption from a failure. */
@@ -521,11 +549,13 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 			     vb_sig_name(vb_interrupted));
 		code = 128 + vb_interrupted;
 	}
-	if (env && (rc = vb_env_write(env, p, L.sh, L.members, L.plan.note, &L.clock))) {
+	if (env && (rc = vb_env_write(env, p, L.sh, L.members, L.plan.note, &L.clock, L.counters))) {
 		pb_log_error("writing --env-json %s: %s", p->c.env_json, strerror(-rc));
 		if (code == PB_EXIT_OK)
 			code = PB_EXIT_RUNTIME;
 	}
+	if (L.counters)
+		fclose(L.counters);
 	shm_sync_detach(L.sync);
 	hwloc_topology_destroy(L.topo);
 	munmap(L.sh, sizeof(*L.sh));

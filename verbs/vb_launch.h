@@ -38,6 +38,8 @@ struct vb_launch {
 	/* The engine's parameters of this run (workers, and the launcher's rows of what is
 	 * left); set once devices, flags and labels are known, before any worker exists. */
 	struct pb_engine_params ep;
+	/* --env-json "counters": the node leader's port-counter records (vb_counters.h); NULL = none */
+	FILE *counters;
 };
 
 /* vb_launch.c: run; rows to csv, the environment record to env (NULL: none). Returns the exit code. */

@@ -19,6 +19,7 @@ columns name the pair with the highest p50 / lowest bandwidth.
   FAKE_PB_SLOW_TEST  sleep only for this test name (with FAKE_PB_MODE=slow)
   FAKE_PB_OVERSUB_PAIRS  runs with at least this many pairs carry the flag oversubscribed
                  on every row, as the executables write it (core/pb_flags.h)
+  FAKE_PB_COUNTERS  ok|error|extra: port counters in the --env-json record (fake_counters)
   FAKE_PB_LOG    append the argv (one JSON list a line) to this file
 With -d DEV,DEV (verbs), pairs go round-robin over the devices: every row names its device and
 a point on two or more devices gets one scope=device aggregate per device (core/pb_engine.c).
@@ -201,6 +202,24 @@ def usage(msg: str) -> int:
     return 2
 
 
+def fake_counters(rows: list[dict], sizes: list[int]) -> list[dict]:
+    """FAKE_PB_COUNTERS=ok|error|extra: the "counters" records pairbench-verbs writes
+    (docs/health.md), rxe's names on device fake0: packets as the pairs' rows say they moved
+    (1024 B MTU); error: out_of_seq_request moves at the last size; extra: 10x the packets."""
+    how = os.environ["FAKE_PB_COUNTERS"]
+    out = []
+    for size in sizes:
+        msgs = sum(float(r["msg_rate_per_s"] or 0) * float(r["duration_s"] or 0)
+                   for r in rows if r["msg_size_bytes"] == str(size) and r["pair_id"] != "all")
+        pkts = int(msgs * max(1, -(-size // 1024))) * (10 if how == "extra" else 1)
+        err = 12 if how == "error" and size == sizes[-1] else 0
+        out.append({"msg_size_bytes": size, "device": "fake0", "port": 1,
+                    "source": "hw_counters",
+                    "deltas": {"sent_pkts": pkts, "rcvd_pkts": pkts, "out_of_seq_request": err,
+                               "rdma_sends": 0}})
+    return out
+
+
 def main() -> int:
     mode = os.environ.get("FAKE_PB_MODE", "ok")
     layer = "mpi" if "mpi" in HERE.name or os.environ.get("FAKE_PB_LAYER") == "mpi" else "verbs"
@@ -314,6 +333,8 @@ def main() -> int:
         key = os.environ.get("FAKE_PB_ENV_KEY", "placement")
         env = {"host": host, "layer": layer, "test": a.test, key: [
             {"pair": i, "server_cpu": 2 * i, "client_cpu": 2 * i + 1} for i in range(a.pairs)]}
+        if os.environ.get("FAKE_PB_COUNTERS"):
+            env.update(device="fake0", counters=fake_counters(rows, sizes))
         Path(a.env_json).write_text(json.dumps(env))
     if mode == "garbage":
         text = "this is not,a\ncsv \"file\n"

@@ -67,9 +67,22 @@ static int fake_until(const struct fake *f, struct pb_timed *t)
 	return 0;
 }
 
+/* The order of this process's calls with the quiet hook (pair 0: the test's own process). */
+static char g_calls[64];
+
+static void note_call(char c)
+{
+	size_t n = strlen(g_calls);
+
+	if (n + 1 < sizeof(g_calls))
+		g_calls[n] = c;
+}
+
 static int fake_timed(void *ctx, struct pb_timed *t)
 {
 	struct fake *f = ctx;
+
+	note_call('T');
 
 	if (t->end_by_ns)
 		return fake_until(f, t);
@@ -92,6 +105,18 @@ static int fake_timed(void *ctx, struct pb_timed *t)
 }
 
 static const struct pb_test_ops fake_ops = { .timed = fake_timed };
+
+/* quiet(): b before the window, a after it (verbs reads its device counters there). */
+static int fake_quiet(void *ctx, uint64_t msg_size_bytes, bool after)
+{
+	(void)ctx;
+	(void)msg_size_bytes;
+	note_call(after ? 'a' : 'b');
+	return 0;
+}
+
+static const struct pb_test_ops quiet_ops = { .timed = fake_timed, .quiet = fake_quiet };
+static const struct pb_test_ops *g_ops = &fake_ops;
 
 /* Device labels of the run (NULL: none), as pairbench-verbs -d devA,devB gives them. */
 static const struct pb_pair_label *run_labels;
@@ -135,7 +160,7 @@ static int run_member(struct shm_sync *s, unsigned pair, uint64_t fail_at, FILE 
 	if (rc)
 		return rc;
 	shm_meet_init(&m, s, pair, PAIRS, MAX_SAMPLES, 5000000000ull);
-	rc = pb_engine_run(&p, &role, &shm_meet_ops, &m, &fake_ops, &f, &sink);
+	rc = pb_engine_run(&p, &role, &shm_meet_ops, &m, g_ops, &f, &sink);
 	shm_meet_cleanup(&m);
 	return rc;
 }
@@ -500,8 +525,25 @@ static void test_target_counts(void)
 	fclose(csv);
 }
 
+/* The quiet hook: every process, before each window (after a barrier) and after collect. */
+static void test_quiet_moments(void)
+{
+	FILE *csv = tmpfile();
+	int child_fail;
+
+	g_ops = &quiet_ops;
+	g_calls[0] = 0;
+	CHECK_EQ_INT(run_group(PAIRS, 0, csv, &child_fail), 0);
+	CHECK_EQ_INT(child_fail, 0);
+	CHECK_STR(g_calls, "bTabTabTa");   /* 3 sizes */
+	CHECK_EQ_INT(read_lines(csv), 1 + 3 * (PAIRS + 1)); /* the rows as without it */
+	g_ops = &fake_ops;
+	fclose(csv);
+}
+
 int main(void)
 {
+	test_quiet_moments();
 	test_common_window();
 	test_target_counts();
 	test_all_ok();

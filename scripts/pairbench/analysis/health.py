@@ -9,7 +9,6 @@ counter evidence: criteria that need it fail saying so.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -17,14 +16,6 @@ import pandas as pd
 from pairbench.contract.counters import COUNTER_COLUMNS
 from pairbench.contract.sizes import size_label
 from pairbench.errors import UsageError
-
-# The data check: the transmit counters of a device must show at least the payload its
-# bandwidth pairs moved in the window and at most (1 + DATA_TOLERANCE) times what that
-# payload needs on the wire plus DATA_SLACK_PACKETS packets (acknowledgements, the
-# barrier's and the progress reads' few packets). docs/health.md states the rule.
-DATA_TOLERANCE = 0.10
-DATA_SLACK_PACKETS = 64
-WIRE_HEADER_BYTES = 66      # RoCE v2 / IB headers and CRCs of one packet, at most
 
 
 def counters_path(run: Path | str) -> Path | None:
@@ -100,27 +91,3 @@ def error_counter_rows(run: Path | None, meta: dict) -> list[dict]:
                      "value": int(r["delta"]), "verdict": "fail",
                      "detail": f"{r['counter']} moved by {int(r['delta'])} at {_where(r)}"})
     return rows
-
-
-def data_check(points: pd.DataFrame) -> list[dict]:
-    """Cross-check per (repetition, point, device): a frame with payload_bytes, messages,
-    msg_size_bytes, mtu_bytes and the device's xmit_bytes (port_xmit_data × 4) or
-    xmit_packets. Returns one record per row: expected range, counted, ok."""
-    out = []
-    for _, r in points.iterrows():
-        size, mtu = int(r["msg_size_bytes"]), int(r["mtu_bytes"] or 1024)
-        msgs = int(r["messages"])
-        per_msg = max(1, math.ceil(size / mtu))
-        packets = msgs * per_msg
-        if not pd.isna(r.get("xmit_bytes", math.nan)):
-            low = float(r["payload_bytes"])
-            high = (low + (packets + msgs) * WIRE_HEADER_BYTES) * (1 + DATA_TOLERANCE) \
-                + DATA_SLACK_PACKETS * (mtu + WIRE_HEADER_BYTES)
-            counted, unit = float(r["xmit_bytes"]), "bytes"
-        else:
-            low = float(packets)
-            high = (packets + msgs) * (1 + DATA_TOLERANCE) + DATA_SLACK_PACKETS
-            counted, unit = float(r["xmit_packets"]), "packets"
-        out.append({"low": low, "high": high, "counted": counted, "unit": unit,
-                    "ok": low <= counted <= high})
-    return out

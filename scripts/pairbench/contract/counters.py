@@ -55,3 +55,44 @@ def counter_class(name: str) -> str:
     if name in CONGESTION_COUNTERS:
         return "congestion"
     return "data" if name in DATA_COUNTERS else "other"
+
+
+# The data check (docs/health.md, "Data counters"): a device's data counters over a
+# bandwidth point's window must show at least the payload its pairs say they moved, and at
+# most (1 + DATA_TOLERANCE) x what that payload needs on the wire (a header per packet and
+# one acknowledgement or request per message) plus DATA_SLACK_PACKETS packets (the pair
+# syncs and progress reads around the window). The larger of the transmit and receive
+# counters is used: in loopback a device sends and receives every packet, across nodes the
+# data flows one way (RDMA read: towards the requester).
+DATA_TOLERANCE = 0.10
+DATA_SLACK_PACKETS = 64
+WIRE_HEADER_BYTES = 66      # RoCE v2 (Ethernet+IP+UDP+BTH+RETH+ICRC+FCS) per packet, at most
+
+
+def data_expectation(payload_bytes: float, messages: float, msg_size_bytes: int,
+                     mtu_bytes: int) -> dict:
+    """The range the data counters must fall in: packets and bytes, low and high."""
+    per_msg = max(1, -(-int(msg_size_bytes) // max(1, int(mtu_bytes))))
+    packets = messages * per_msg
+    return {"packets_low": packets,
+            "packets_high": (packets + messages) * (1 + DATA_TOLERANCE) + DATA_SLACK_PACKETS,
+            "bytes_low": payload_bytes,
+            "bytes_high": (payload_bytes + (packets + messages) * WIRE_HEADER_BYTES)
+            * (1 + DATA_TOLERANCE) + DATA_SLACK_PACKETS * (mtu_bytes + WIRE_HEADER_BYTES)}
+
+
+def data_counted(deltas: dict[str, int]) -> tuple[str, float] | None:
+    """What a device's data counters say it moved: ('bytes', max(port_xmit_data,
+    port_rcv_data) x 4) where the byte counters exist, else ('packets', the larger of the
+    transmit and receive packet counters); None without either."""
+    words = [deltas[k] for k in WORD_COUNTERS if k in deltas]
+    if words:
+        return "bytes", 4.0 * max(words)
+    for tx, rx in (("sent_pkts", "rcvd_pkts"), ("port_xmit_packets", "port_rcv_packets")):
+        if tx in deltas or rx in deltas:
+            return "packets", float(max(deltas.get(tx, 0), deltas.get(rx, 0)))
+    return None
+
+
+def data_agrees(unit: str, counted: float, expected: dict) -> bool:
+    return expected[f"{unit}_low"] <= counted <= expected[f"{unit}_high"]

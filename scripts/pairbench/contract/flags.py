@@ -28,6 +28,15 @@ MEASURED_FLAGS: dict[str, str] = {
                       "(run without -n: one common window)",
     "sample_cap": "a latency pair filled its room for samples before the target time",
 }
+# Flags the driver sets from the port counters pairbench-verbs read around the point's
+# timed window (counters.csv; docs/health.md), on the rows of the device they concern.
+COUNTER_FLAGS: dict[str, str] = {
+    "error_counters": "an error-class port counter (errors, discards, link downs, "
+                      "retransmissions, out-of-sequence, RNR) moved during the timed window",
+    "counters_disagree": "the device's data counters disagree with what the point says it "
+                         "moved beyond the stated tolerance (a measurement error or traffic "
+                         "from elsewhere)",
+}
 EMULATED_PREFIXES = ("rxe", "siw")
 
 

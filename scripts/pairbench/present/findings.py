@@ -200,6 +200,38 @@ def machine_warnings(df: pd.DataFrame, meta: dict) -> list[Warning]:
     return out
 
 
+def counter_warnings(df: pd.DataFrame, meta: dict) -> list[Warning]:
+    """The port counters read around each window (docs/health.md): error-class counters that
+    moved, named with the point (from the points' records), and data counters that disagree
+    with what a point moved."""
+    from pairbench.runner.collect import counter_rows
+
+    out: list[Warning] = []
+    fl = row_flags(df)
+    flagged = df[fl.map(lambda s: "error_counters" in s) & is_headline(df)]
+    moved = [r for r in counter_rows(meta, str(meta.get("run_id", "")))
+             if r["class"] == "error" and r["delta"] not in ("0", "")]
+    if len(flagged) or moved:
+        said = [f"{r['counter']} {int(r['delta']):+d} on {r['device']} port {r['port']} at "
+                f"{r['test']} {size_label(int(r['msg_size_bytes']))} {r['pairs']} pair(s), "
+                f"repetition {r['repetition']}" for r in moved[:4]]
+        more = f" and {len(moved) - 4} more" if len(moved) > 4 else ""
+        out.append(Warning("error_counters", (
+            f"error counters moved during the timed window of {len(flagged) or len(moved)} "
+            f"point(s): {'; '.join(said) or 'see counters.csv'}{more} (flag error_counters; "
+            "docs/health.md)")))
+    off = df[fl.map(lambda s: "counters_disagree" in s) & is_headline(df)]
+    if len(off):
+        pts = sorted({(str(t), int(sz), int(p)) for t, sz, p in
+                      off[["test", "msg_size_bytes", "pairs"]].itertuples(index=False)})
+        shown = ", ".join(f"{t} {size_label(sz)} x {p} pairs" for t, sz, p in pts[:4])
+        out.append(Warning("counters_disagree", (
+            f"the data counters disagree with what {len(pts)} point(s) moved, beyond the "
+            f"tolerance ({shown}): a measurement error or traffic from elsewhere (flag "
+            "counters_disagree; docs/health.md)")))
+    return out
+
+
 def data_warnings(df: pd.DataFrame, meta: dict) -> list[Warning]:
     out: list[Warning] = []
     errs = df[df["status"] != "ok"]
@@ -247,7 +279,8 @@ def missing_points(df: pd.DataFrame, meta: dict) -> list[str]:
 def compute(df: pd.DataFrame, meta: dict, tables: dict[str, TestTable] | None = None,
             compare: pd.DataFrame | None = None) -> Findings:
     """The findings of a run (and, given compare_frames' result, of the comparison)."""
-    out = Findings(warnings=machine_warnings(df, meta) + data_warnings(df, meta))
+    out = Findings(warnings=machine_warnings(df, meta) + counter_warnings(df, meta)
+                   + data_warnings(df, meta))
     agg = df[is_headline(df) & (df["status"] == "ok")]
     fl = row_flags(agg)
     nominal = fl.map(lambda s: bool(s & {"link_rate_nominal", "link_rate_unknown"}))

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import signal
 from pathlib import Path
 
 from pairbench.contract.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
+from pairbench.contract.counters import (
+    COUNTER_COLUMNS,
+    counter_class,
+    data_agrees,
+    data_counted,
+    data_expectation,
+)
 from pairbench.errors import one_line
 from pairbench.io.safeio import write_json, write_output
 from pairbench.runner.plan import Point
@@ -182,6 +190,98 @@ def collect_point(result: PointResult, run_dir: Path, run_id: str) -> list[Row]:
     if missing:
         why = reason or "the executable exited 0 but wrote no row for this size"
         out += error_rows(p, missing, why, run_id)
+    flag_counters(out, _env_record(p, run_dir))
+    return out
+
+
+def _env_record(point: Point, run_dir: Path) -> dict | None:
+    if not point.env_json:
+        return None
+    try:
+        rec = json.loads((run_dir / point.env_json).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def _add_flag(row: Row, flag: str) -> None:
+    have = [f for f in row.get("flags", "").split(";") if f]
+    if flag not in have:
+        row["flags"] = ";".join([*have, flag])
+
+
+def _num(cell: str) -> float | None:
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def _row_devices(row: Row) -> set[str]:
+    return {d for d in row.get("device", "").split("+") if d}
+
+
+def flag_counters(rows: list[Row], rec: dict | None) -> None:
+    """The counter flags (contract.flags.COUNTER_FLAGS) on the rows of a point whose
+    --env-json record carries "counters": error_counters on every ok row of a size whose
+    device (a row's device, or one of an aggregate's devices joined by '+'; every row when
+    the rows name none) had an error-class counter move; counters_disagree where a
+    bandwidth point's data counters fall outside contract.counters.data_expectation."""
+    if not rec or not isinstance(rec.get("counters"), list):
+        return
+    deltas: dict[tuple[str, str], dict[str, int]] = {}
+    for c in rec["counters"]:
+        if isinstance(c, dict) and isinstance(c.get("deltas"), dict):
+            d = deltas.setdefault((str(c.get("msg_size_bytes")), str(c.get("device"))), {})
+            d.update({str(k): int(v) for k, v in c["deltas"].items()
+                      if isinstance(v, int) and not isinstance(v, bool)})
+    bad: dict[str, set[str]] = {}
+    for (size, dev), d in deltas.items():
+        if any(v != 0 and counter_class(k) == "error" for k, v in d.items()):
+            bad.setdefault(size, set()).add(dev)
+    off = _disagreeing(rows, rec, deltas)
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        size, devs = r.get("msg_size_bytes", ""), _row_devices(r)
+        for flag, hit in (("error_counters", bad.get(size, set())),
+                          ("counters_disagree", off.get(size, set()))):
+            if hit and (not devs or devs & hit):
+                _add_flag(r, flag)
+
+
+def _mtu(rec: dict, device: str) -> int:
+    for d in rec.get("devices") or []:
+        if isinstance(d, dict) and d.get("name") == device and d.get("active_mtu_bytes"):
+            return int(d["active_mtu_bytes"])
+    return int(rec.get("active_mtu_bytes") or 1024)
+
+
+def _disagreeing(rows: list[Row], rec: dict,
+                 deltas: dict[tuple[str, str], dict[str, int]]) -> dict[str, set[str]]:
+    """size -> devices whose data counters disagree with the bandwidth pairs' payload (pair
+    rows: bytes = bw_mbyte_s x 10^6 x duration_s, messages = msg_rate_per_s x duration_s)."""
+    moved: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        if r.get("status") != "ok" or r.get("pair_id") == "all":
+            continue
+        bw, rate, dur = (_num(r.get(k, "")) for k in ("bw_mbyte_s", "msg_rate_per_s",
+                                                       "duration_s"))
+        if bw is None or rate is None or dur is None:
+            continue
+        key = (r.get("msg_size_bytes", ""), r.get("device", "") or str(rec.get("device", "")))
+        acc = moved.setdefault(key, [0.0, 0.0])
+        acc[0] += bw * 1e6 * dur
+        acc[1] += rate * dur
+    out: dict[str, set[str]] = {}
+    for (size, dev), (payload, messages) in moved.items():
+        got = data_counted(deltas.get((size, dev), {}))
+        if got is None or not size.isdigit():
+            continue
+        unit, counted = got
+        want = data_expectation(payload, messages, int(size), _mtu(rec, dev))
+        if not data_agrees(unit, counted, want):
+            out.setdefault(size, set()).add(dev)
     return out
 
 
@@ -200,3 +300,47 @@ def read_rows(path: Path) -> list[Row]:
         return parse_csv_text(path.read_text(encoding="utf-8", errors="replace"))[1]
     except (OSError, csv.Error):
         return []
+
+
+def counter_rows(meta: dict, run_id: str) -> list[Row]:
+    """counters.csv of a run (pairbench.contract.counters): one row per (repetition, point,
+    device, port, counter) from the "counters" list of each point's --env-json record
+    (pairbench-verbs reads the deltas around each timed window: docs/health.md)."""
+    rows: list[Row] = []
+    for p in meta.get("points") or []:
+        rec = p.get("env_record") if isinstance(p, dict) else None
+        if not isinstance(rec, dict) or not isinstance(rec.get("counters"), list):
+            continue
+        for c in rec["counters"]:
+            if not isinstance(c, dict) or not isinstance(c.get("deltas"), dict):
+                continue
+            base = {"run_id": run_id, "repetition": str(p.get("repetition", "")),
+                    "layer": str(rec.get("layer") or "verbs"),
+                    "test": str(rec.get("test") or p.get("test") or ""),
+                    "variant": str(c.get("variant") or ""),
+                    "msg_size_bytes": str(c.get("msg_size_bytes", "")),
+                    "pairs": str(p.get("pairs", "")), "qps": _qps_cell(p),
+                    "host": str(rec.get("host") or ""), "device": str(c.get("device", "")),
+                    "port": str(c.get("port", "")), "source": str(c.get("source", ""))}
+            for name, delta in sorted(c["deltas"].items()):
+                rows.append({**base, "counter": str(name), "class": counter_class(str(name)),
+                             "delta": str(delta)})
+    return rows
+
+
+def _qps_cell(record: dict) -> str:
+    q = record.get("qps")
+    return "" if q in (None, "", 0) else str(q)
+
+
+def write_counters(run_dir: Path, meta: dict) -> int:
+    """Write RUN/counters.csv when any point recorded counters; the number of rows."""
+    rows = counter_rows(meta, str(meta.get("run_id", run_dir.name)))
+    if not rows:
+        return 0
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(COUNTER_COLUMNS), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write_text(run_dir / "counters.csv", buf.getvalue())
+    return len(rows)

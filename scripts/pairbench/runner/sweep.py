@@ -31,6 +31,7 @@ from pairbench.runner.collect import (
     error_rows,
     failure_reason,
     rows_to_csv,
+    write_counters,
 )
 from pairbench.runner.launchers.base import Launcher
 from pairbench.runner.options import SweepOptions, config_from_options
@@ -253,6 +254,7 @@ def finish(run_dir: Path, data: list[Row], meta: dict) -> int:
         meta["status"] = "complete" if n_err == 0 else "complete_with_errors"
     meta["rows"] = len(data)
     meta["error_rows"] = n_err
+    meta["counter_rows"] = write_counters(run_dir, meta)  # counters.csv (docs/health.md)
     atomic_write_json(run_dir / "metadata.json", meta)
     print(f"sweep: {len(data)} rows, {n_err} error rows -> {run_dir}/data.csv", file=sys.stderr)
     if stopped:
