@@ -66,7 +66,10 @@ def counter_class(name: str) -> str:
 # data flows one way (RDMA read: towards the requester).
 DATA_TOLERANCE = 0.10
 DATA_SLACK_PACKETS = 64
-WIRE_HEADER_BYTES = 66      # RoCE v2 (Ethernet+IP+UDP+BTH+RETH+ICRC+FCS) per packet, at most
+# Headers and CRCs of one packet, the largest stack: RoCE v2 over IPv6 = Ethernet 14 + IPv6 40
+# + UDP 8 + BTH 12 + RETH 16 + ICRC 4 + FCS 4 (InfiniBand with a GRH: LRH 8 + GRH 40 + BTH 12 +
+# RETH 16 + ICRC 4 + VCRC 2 = 82).
+WIRE_HEADER_BYTES = 14 + 40 + 8 + 12 + 16 + 4 + 4
 
 
 def data_expectation(payload_bytes: float, messages: float, msg_size_bytes: int,
