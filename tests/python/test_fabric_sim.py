@@ -65,6 +65,31 @@ def test_planted_node_and_link_found_nothing_else_at_5_percent_noise(tmp_path: P
                                 "nodes": 24, "rounds": 23}
 
 
+def test_confirmation_rounds_confirm_real_suspects_not_a_disturbance(tmp_path: Path) -> None:
+    """After the scan the suspects are re-measured (--confirm 2): the slow node against 3
+    healthy peers, each suspect link twice; a link slow only during the scan (a transient,
+    PB_SIM_TRANSIENT) is a suspect of the scan but not confirmed. Both values are kept."""
+    env = {"PB_SIM_SLOW": "n005=3,n002~n009=2", "PB_SIM_TRANSIENT": "n011~n014=3"}
+    run = sim_scan(tmp_path, 16, env)
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["confirm"]["repeats"] == 2
+    assert set(meta["confirm"]["tests"]) == {"latency", "bw"}
+    for v in verdicts(run):
+        assert v["suspect_nodes"] == ["n005"]
+        assert v["suspect_links"] == [["n002", "n009"], ["n011", "n014"]]
+        assert sorted(v["confirmed"]) == ["n002~n009", "n005"], v["confirmation"]
+        c = v["confirmation"]
+        assert c["n011~n014"]["confirmed"] is False
+        assert c["n011~n014"]["first"] < v["floor"] <= c["n011~n014"]["confirming"]
+        assert c["node n005"]["measurements"] == 6 and len(c["node n005"]["peers"]) == 3
+        assert c["n002~n009"]["measurements"] == 2
+    html = (run / "fabric.html").read_text()
+    assert html.index("Suspects") < html.index("<img")  # the page leads with them
+    assert "node n005 (confirmed)" in html and "link n011~n014</td>" in html
+    p = cli("fabric", "--hosts", "a,b", "--confirm", "-1", "--binary", sys.executable)
+    assert p.returncode == 2 and "--confirm" in p.stderr
+
+
 def test_a_lost_node_does_not_lose_the_scan(tmp_path: Path) -> None:
     """n007 is lost when round 5 starts: the job dies naming it (as Open MPI does), the
     scan goes on from round 5 without it, its remaining node pairs are failed rows, and

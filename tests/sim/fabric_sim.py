@@ -20,6 +20,8 @@ as pairbench-mpi does.
 The fabric (environment):
   PB_SIM_SLOW      "HOST=F,HOSTA~HOSTB=F,...": a node F times slower on every link (latency
                    x F, bandwidth / F), or one link (a bad cable)
+  PB_SIM_TRANSIENT like PB_SIM_SLOW, but only during the scan's rounds (a disturbance
+                   that confirmation rounds do not see again)
   PB_SIM_NOISE     relative noise, uniform in [1 - n, 1 + n] per node pair, size and round
                    (default 0.05)
   PB_SIM_SEED      the noise's seed (default 1): values depend only on (seed, test, size,
@@ -101,9 +103,10 @@ def parse_sizes(text: str) -> list[int]:
 def rounds_of(pattern: str, nodes: int) -> tuple[list[tuple[str, list[tuple[int, int]]]], int,
                                                  list[int]]:
     """[(label, [(A, B) job node numbers])], the scan's K, its skipped positions."""
-    if pattern.startswith("nodes:"):
-        pairs = [tuple(int(x) for x in p.split("-")) for p in pattern[6:].split(",")]
-        return [(pattern, pairs)], nodes, []  # type: ignore[list-item]
+    if pattern.startswith("nodes:"):  # P1/P2/...: rounds one after the other
+        out = [(p, [tuple(int(x) for x in ab.split("-")) for ab in p[6:].split(",")])
+               for p in pattern.split("/")]
+        return out, nodes, []  # type: ignore[return-value]
     head, _, skip_text = pattern.partition(",skip=")
     skip = sorted(int(x) for x in skip_text.split(",")) if skip_text else []
     k = nodes + len(skip)
@@ -125,15 +128,19 @@ class Fabric:
         self.seed = int(os.environ.get("PB_SIM_SEED", "1"))
         self.node: dict[str, float] = {}
         self.link: dict[frozenset, float] = {}
-        for item in filter(None, os.environ.get("PB_SIM_SLOW", "").split(",")):
-            what, _, f = item.partition("=")
-            if "~" in what:
-                self.link[frozenset(what.split("~"))] = float(f)
-            else:
-                self.node[what] = float(f)
+        self.transient: dict[frozenset, float] = {}
+        for var, links in (("PB_SIM_SLOW", self.link), ("PB_SIM_TRANSIENT", self.transient)):
+            for item in filter(None, os.environ.get(var, "").split(",")):
+                what, _, f = item.partition("=")
+                if "~" in what:
+                    links[frozenset(what.split("~"))] = float(f)
+                else:
+                    self.node[what] = float(f)
 
-    def factor(self, a: str, b: str, key: int) -> float:
+    def factor(self, a: str, b: str, key: int, scan: bool = True) -> float:
         f = self.node.get(a, 1.0) * self.node.get(b, 1.0) * self.link.get(frozenset((a, b)), 1.0)
+        if scan:
+            f *= self.transient.get(frozenset((a, b)), 1.0)
         u = mix(key) / MASK  # [0, 1]
         return f * (1 + self.noise * (2 * u - 1))
 
@@ -147,7 +154,7 @@ def base_value(test: str, size: int) -> float:
 def row(cells: dict[str, str]) -> str:
     out = [""] * len(COLUMNS)
     for k, v in cells.items():
-        out[IDX[k]] = v
+        out[IDX[k]] = f'"{v}"' if "," in v else v  # as pb_csv quotes a cell with a comma
     return ",".join(out)
 
 
@@ -174,7 +181,7 @@ def write_round(out, test: str, label: str, rnd: int, sizes: list[int],
             ha, hb = hosts[a], hosts[b]
             link = zlib.crc32(f"{min(ha, hb)}~{max(ha, hb)}".encode())
             key = mix(fab.seed) ^ mix(tkey * 1_000_003 + size) ^ mix((link << 20) ^ rnd)
-            f = fab.factor(ha, hb, key)
+            f = fab.factor(ha, hb, key, scan=label.startswith("scan:"))
             v = base / f if bw else base * f
             vals.append(v)
             metric = ({"bw_gbit_s": f"{v:.6g}", "bw_mbyte_s": f"{v * 125:.6g}"} if bw else

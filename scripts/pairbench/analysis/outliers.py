@@ -64,7 +64,12 @@ def _peer_host(peer: pd.Series) -> pd.Series:
 
 def _norm(d: pd.DataFrame) -> pd.DataFrame:
     for col in TEXT:
-        d[col] = d[col].fillna("").astype(str) if col in d else ""
+        if col not in d:
+            d[col] = ""
+        elif isinstance(d[col].dtype, pd.CategoricalDtype):
+            d[col] = d[col].astype(object).fillna("").astype(str)
+        else:
+            d[col] = d[col].fillna("").astype(str)
     for col in ("bw_gbit_s", "lat_us_p50"):
         d[col] = pd.to_numeric(d[col], errors="coerce") if col in d else np.nan
     return d
@@ -75,37 +80,55 @@ def _key(d: pd.DataFrame) -> list[str]:
     return key + [c for c in ("run_id", "repetition") if c in d]
 
 
+GOLD = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _hash(d: pd.DataFrame | pd.Series) -> np.ndarray:
+    """One uint64 per row of the given column(s): group keys as integers (factorizing
+    several string columns of millions of rows is what made this slow)."""
+    return pd.util.hash_pandas_object(d, index=False).to_numpy()
+
+
 def _reduce(d: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(aggregate rows, one row per (point, host, peer) of the pair rows): all links() needs
-    of a chunk of rows."""
+    of a chunk of rows. pid = the point, ph = (point, host), as hashes."""
     key = _key(d)
-    agg = d[d["pair_id"] == "all"]
-    pr = d[(d["pair_id"] != "all") & (d["host"] != "")]
-    pr = pr.assign(peer=_peer_host(pr["peer"]), has_bw=pr["bw_gbit_s"].notna())
-    pr = pr.groupby([*key, "host", "peer"], sort=False, observed=True)["has_bw"].any()
-    return agg, pr.reset_index()
+    pid = _hash(d[key])
+    with np.errstate(over="ignore"):
+        ph = pid ^ (_hash(d["host"]) * GOLD)
+    d = d.assign(pid=pid, ph=ph)
+    all_rows = (d["pair_id"] == "all").to_numpy()
+    agg = d[all_rows]
+    pr = d[~all_rows & (d["host"] != "").to_numpy()]
+    peer = _peer_host(pr["peer"])
+    pr = pd.DataFrame({"ph": pr["ph"].to_numpy(), "peer": peer.to_numpy(),
+                       "self": (peer == pr["host"]).to_numpy(),
+                       "has_bw": pr["bw_gbit_s"].notna().to_numpy()})
+    with np.errstate(over="ignore"):
+        pr["pp"] = pr["ph"].to_numpy() ^ (_hash(pr["peer"]) * GOLD * GOLD)
+    pr = pr.sort_values("has_bw", ascending=False, kind="stable").drop_duplicates("pp")
+    return agg, pr
 
 
 def _links_from(agg: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
     """The links of reduced rows (see links())."""
-    key = [c for c in _key(agg) if c in pr.columns]
-    pr = pr.groupby([*key, "host", "peer"], sort=False, observed=True)["has_bw"].any()
-    pr = pr.reset_index()
-    n_peer = pr.groupby([*key, "host"], sort=False, observed=True)["peer"].transform("size")
+    pr = pr.sort_values("has_bw", ascending=False, kind="stable").drop_duplicates("pp")
+    n_peer = pr.groupby("ph", sort=False)["pp"].transform("size")
     # a scan layout: the host measured towards exactly one other host in this point
-    one = pr[(n_peer == 1) & (pr["peer"] != pr["host"])]
-    agg = agg.assign(prio=agg["scope"].map({"node": 0, "all": 1, "": 1}))
-    agg = agg[agg["prio"].notna()]
+    one = pr[(n_peer == 1).to_numpy() & ~pr["self"].to_numpy()][["ph", "peer", "has_bw"]]
+    prio = agg["scope"].map({"node": 0, "all": 1, "": 1})
+    agg = agg.assign(prio=prio)[prio.notna().to_numpy()]
     # rows that name their own peer (error rows of node pairs not run) are links as they are
-    named = agg[(agg["scope"] == "node") & (agg["peer"] != "")].assign(has_bw=False)
-    agg = agg[~((agg["scope"] == "node") & (agg["peer"] != ""))].drop(columns="peer")
-    agg = agg.sort_values("prio", kind="stable").drop_duplicates([*key, "host"])
-    m = agg.merge(one, on=[*key, "host"], how="inner")
+    own = ((agg["scope"] == "node") & (agg["peer"] != "")).to_numpy()
+    named = agg[own].assign(has_bw=False)
+    agg = agg[~own].drop(columns="peer")
+    agg = agg.sort_values("prio", kind="stable").drop_duplicates("ph")
+    m = agg.merge(one, on="ph", how="inner")
     m = pd.concat([m, named], ignore_index=True) if len(named) else m
     if m.empty:
         return pd.DataFrame(columns=LINK_COLUMNS)
     point_bw = (m["bw_gbit_s"].notna() | m["has_bw"].fillna(False).astype(bool))
-    point_bw = point_bw.groupby([m[c] for c in key], sort=False).transform("any")
+    point_bw = point_bw.groupby(m["pid"].to_numpy(), sort=False).transform("any").to_numpy()
     metric = np.where(point_bw, "bw_gbit_s", "lat_us_p50")
     value = np.where(point_bw, m["bw_gbit_s"], m["lat_us_p50"]).astype(float)
     value[(m["status"] != "ok").to_numpy()] = np.nan
@@ -129,14 +152,14 @@ def links(df: pd.DataFrame) -> pd.DataFrame:
     return _links_from(agg, pr)
 
 
-def read_links(csv_path: Path | str, chunksize: int = 1_000_000) -> pd.DataFrame:
+def read_links(csv_path: Path | str, chunksize: int = 250_000) -> pd.DataFrame:
     """links() of a run's data.csv, streamed: chunks of the needed columns (strings and
     two floats), each reduced to its aggregates and (point, host, peer) triples before the
     next is read, so memory follows the number of links, not of rows."""
     aggs, prs = [], []
     head = pd.read_csv(csv_path, nrows=0).columns
     use = [c for c in READ_COLUMNS if c in head]
-    dtypes = {c: str for c in use if c not in ("bw_gbit_s", "lat_us_p50")}
+    dtypes = {c: "category" for c in use if c not in ("bw_gbit_s", "lat_us_p50")}
     reader: Iterator[pd.DataFrame] = pd.read_csv(
         csv_path, usecols=use, dtype=dtypes, keep_default_na=False,
         na_values={"bw_gbit_s": [""], "lat_us_p50": [""]}, chunksize=chunksize)
@@ -207,6 +230,12 @@ class Verdict:
     node_links: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     failed: list[tuple[str, str]] = field(default_factory=list)  # measured with an error
     expected_links: int = 0
+    # confirm(): "node N" / "link A~B" -> first, confirming perf, measurements, confirmed
+    confirmation: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def confirmed(self) -> list[str]:
+        return [k for k, c in self.confirmation.items() if c["confirmed"]]
 
     @property
     def outliers(self) -> int:
@@ -292,3 +321,57 @@ def analyse(df: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
             z: float = DEFAULT_Z) -> list[tuple[dict, pd.DataFrame, Verdict]]:
     """detect() for every (layer, test, variant, size) of a scan: [(key, links, verdict)]."""
     return analyse_links(links(df), tolerance, z)
+
+
+CONFIRM_PEERS = 3  # healthy peers a suspect node is re-measured against
+
+
+def confirm_pairs(verdicts: list[Verdict]) -> list[tuple[str, str]]:
+    """The node pairs that re-measure the suspects of one test's verdicts (every size):
+    each suspect link, and each suspect node against CONFIRM_PEERS healthy nodes (the
+    first by name whose perf is within tolerance in every size)."""
+    out: list[tuple[str, str]] = []
+    nodes: set[str] = set()
+    healthy: set[str] | None = None
+    for v in verdicts:
+        out += list(v.suspect_links)
+        nodes |= set(v.suspect_nodes)
+        ok = {n for n, p in v.nodes.items() if p >= 1 - v.tolerance}
+        healthy = ok if healthy is None else healthy & ok
+    peers = sorted((healthy or set()) - nodes - {x for ab in out for x in ab})
+    for i, n in enumerate(sorted(nodes)):
+        for j in range(CONFIRM_PEERS):
+            if peers:
+                p = peers[(i * CONFIRM_PEERS + j) % len(peers)]
+                out.append((min(n, p), max(n, p)))
+    return list(dict.fromkeys(out))
+
+
+def confirm(v: Verdict, lk: pd.DataFrame) -> None:
+    """Judge v's suspects by the confirmation rounds' links lk (this test and size): a
+    suspect link is confirmed when the median of its confirming values is also below the
+    floor (perf against the scan's reference), a suspect node when the median perf of its
+    re-measured links is. Both values are kept in v.confirmation."""
+    if lk.empty:
+        return
+    lv = link_values(lk)
+    lv = lv[lv["value"].notna()]
+    perf = pd.Series(_perf(lv["value"].to_numpy(), v.ref, v.higher_is_better),
+                     index=pd.MultiIndex.from_arrays([lv["node_a"], lv["node_b"]]))
+    counts = lk[lk["status"] == "ok"].groupby(["node_a", "node_b"]).size()
+    for a, b in v.suspect_links:
+        if (a, b) in perf.index:
+            p = float(perf[(a, b)])
+            v.confirmation[f"{a}~{b}"] = {"first": round(float(v.links[(a, b)]), 6),
+                                          "confirming": round(p, 6),
+                                          "measurements": int(counts.get((a, b), 0)),
+                                          "confirmed": bool(p < v.floor)}
+    for n in v.suspect_nodes:
+        mine = [(k, float(p)) for k, p in perf.items() if n in k]
+        if mine:
+            p = float(np.median([x for _, x in mine]))
+            v.confirmation[f"node {n}"] = {
+                "first": round(v.nodes[n], 6), "confirming": round(p, 6),
+                "measurements": int(sum(counts.get(k, 0) for k, _ in mine)),
+                "peers": sorted(x for k, _ in mine for x in k if x != n),
+                "confirmed": bool(p < v.floor)}

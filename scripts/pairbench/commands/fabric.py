@@ -20,6 +20,7 @@ from pairbench.runner.exeopts import add_exe_arguments, exe_values
 from pairbench.runner.rundir import repo_root
 from pairbench.runner.scan import (
     FabricConfig,
+    confirm_scan,
     default_tests,
     resume_scan,
     scan_launchers,
@@ -37,6 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", default=None, metavar="RUN", help="go on with the MPI scan "
                    "of run directory RUN after its last complete round (its options are "
                    "the run's)")
+    p.add_argument("--confirm", type=int, default=2, metavar="N", help="MPI: re-measure "
+                   "each suspect link, and each suspect node against 3 healthy peers, N "
+                   "times in extra rounds of disjoint pairs after the scan; the report says "
+                   "which suspects are confirmed (0: off; default 2)")
     p.add_argument("--dry-run", action="store_true", help="print the rounds, the launches "
                    "and an estimated time; run nothing")
     p.add_argument("--test", default=None, help="comma-separated tests (default: the "
@@ -99,6 +104,8 @@ def config_from_ns(ns: argparse.Namespace, run_dir: Path) -> FabricConfig:
 
 
 def run_fabric(ns: argparse.Namespace) -> int:
+    if ns.confirm < 0:
+        raise UsageError(f"--confirm must be >= 0, got {ns.confirm}")
     if ns.resume:
         run_dir = Path(ns.resume).absolute()
         n_err, _ = resume_scan(run_dir)
@@ -112,6 +119,11 @@ def run_fabric(ns: argparse.Namespace) -> int:
             return 0
         run_dir, tol, z = new_dir, ns.tolerance, ns.z
     summary = write_outputs(run_dir, tol, z)
+    pairs = summary["confirm_pairs"]
+    if ns.confirm > 0 and any(pairs.values()) and json.loads(
+            (run_dir / "metadata.json").read_text())["config"]["layer"] == "mpi":
+        confirm_scan(run_dir, pairs, ns.confirm)
+        summary = write_outputs(run_dir, tol, z)
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
           else summary["text"], file=sys.stderr)
     print(run_dir, flush=True)

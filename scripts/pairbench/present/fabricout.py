@@ -30,6 +30,8 @@ from pairbench.analysis.outliers import (
     LinkPerf,
     Verdict,
     analyse_links,
+    confirm,
+    confirm_pairs,
     matrix,
     read_links,
 )
@@ -94,7 +96,9 @@ def verdict_record(key: dict, v: Verdict) -> dict:
             "link_perf": {f"{a}~{b}": r(p) for (a, b), p in
                           sorted(shown.items(), key=lambda x: x[1])},
             "link_perf_note": f"the suspects' links and the {WORST_LINKS} worst; every "
-                              "link in the matrix CSV"}
+                              "link in the matrix CSV",
+            "confirmation": v.confirmation,
+            "confirmed": [k.removeprefix("node ") for k in v.confirmed]}
 
 
 def summary_line(key: dict, v: Verdict) -> str:
@@ -102,9 +106,16 @@ def summary_line(key: dict, v: Verdict) -> str:
             f" {size_label(int(key['msg_size_bytes']))}: {len(v.links)}/{v.expected_links} "
             f"node pairs, reference {v.ref:.4g} {_unit(v.metric)}, suspect below "
             f"{100 * v.floor:.0f} % of it")
-    parts = [f"suspect node {n} (its {len(v.node_links.get(n, []))} slow link(s))"
-             for n in v.suspect_nodes]
-    parts += [f"suspect link {a}~{b} ({100 * v.links[(a, b)]:.0f} %)"
+    def said(k: str) -> str:
+        c = v.confirmation.get(k)
+        if c is None:
+            return ""
+        return (f", {'confirmed' if c['confirmed'] else 'NOT confirmed'}: "
+                f"{100 * c['confirming']:.0f} % in {c['measurements']} re-measurement(s)")
+
+    parts = [f"suspect node {n} (its {len(v.node_links.get(n, []))} slow link(s)"
+             f"{said('node ' + n)})" for n in v.suspect_nodes]
+    parts += [f"suspect link {a}~{b} ({100 * v.links[(a, b)]:.0f} %{said(f'{a}~{b}')})"
               for a, b in v.suspect_links]
     parts += [f"node pair {a}~{b} failed" for a, b in v.failed]
     return head + ": " + ("; ".join(parts) if parts else "no outliers")
@@ -213,6 +224,13 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
     """Every output file of a scan run; returns {text, verdicts}."""
     lk = read_links(find_data_csv(Path(run_dir)))
     results = analyse_links(lk, tolerance, z)
+    confs = [read_links(c) for c in sorted((Path(run_dir) / "raw").glob("confirm-*.csv"))]
+    if confs:
+        clk = pd.concat(confs, ignore_index=True)
+        for key, _, v in results:
+            sel = clk[(clk["test"] == key["test"]) & (clk["variant"] == key["variant"])
+                      & (clk["msg_size_bytes"] == key["msg_size_bytes"])]
+            confirm(v, sel)
     write_output(run_dir / "fabric-links.csv", lk.to_csv(index=False), "fabric links")
     (run_dir / "plots").mkdir(exist_ok=True)
     verdicts, lines = [], []
@@ -234,8 +252,12 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
             f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>{frag}"
             "</body></html>\n")
     write_output(run_dir / "fabric.html", page, "fabric.html")
+    by_test: dict[str, list[Verdict]] = {}
+    for key, _, v in results:
+        by_test.setdefault(key["test"], []).append(v)
     return {"text": "\n".join(lines) if lines else "fabric: no node pairs measured",
-            "verdicts": verdicts}
+            "verdicts": verdicts,
+            "confirm_pairs": {t: confirm_pairs(vs) for t, vs in by_test.items()}}
 
 
 def _suspects_table(verdicts: list[dict]) -> str:

@@ -322,7 +322,7 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             prog = RoundProgress(f"r{rep} {test}", ps, first, n, n, quiet)
             res = run_point(job.point, run_dir, grace, stop=prog.tick)
             prog.tick(final=True)
-            ps, complete = scan_part(run_dir / str(job.point.csv), res.ok)
+            ps, complete = scan_part(run_dir / str(job.point.csv), res.ok, prog.part)
             if res.ok:
                 complete = set(ps.order)  # exited 0: every round it ran is its final word
             part.update(status="ok" if res.ok else "failed", complete=_ranges(complete),
@@ -502,3 +502,86 @@ def describe_plan(cfg: FabricConfig) -> str:
 
 ESTIMATE_POINT_S = 0.25  # a point of the executables' default time-target mode, about
 ROUND_OVERHEAD_S = 0.05
+
+
+CONFIRM_MAX_PAIRS = 64  # per test; more suspects than this is a fabric-wide problem
+
+
+def confirm_rounds(pairs: list[tuple[str, str]], repeats: int) -> list[list[tuple[str, str]]]:
+    """Rounds of disjoint node pairs that measure each pair `repeats` times (greedy: a pair
+    goes into the first round where neither node is busy and it is not measured yet)."""
+    rounds: list[list[tuple[str, str]]] = []
+    for _ in range(repeats):
+        todo = list(dict.fromkeys(pairs))
+        while todo:
+            busy: set[str] = set()
+            rnd, rest = [], []
+            for a, b in todo:
+                if a in busy or b in busy:
+                    rest.append((a, b))
+                else:
+                    rnd.append((a, b))
+                    busy |= {a, b}
+            rounds.append(rnd)
+            todo = rest
+    return rounds
+
+
+def confirm_job(cfg: FabricConfig, test: str, pairs: list[tuple[str, str]],
+                repeat: int) -> Job:
+    """One MPI job re-measuring `pairs` (node pairs by host, A first) once, in rounds of
+    disjoint pairs: the hosts involved, in sorted order, are the job's nodes 0..n-1
+    (mpirun --map-by node numbers them in hostfile order), each round a --pattern
+    nodes:A-B,...; rows go to raw/confirm-TEST-REPEAT.csv, apart from the scan's (one job
+    per repeat: the same round twice in one job would give rows of the same point)."""
+    hosts = tuple(sorted({h for ab in pairs for h in ab}))
+    at = {h: i for i, h in enumerate(hosts)}
+    patterns = ["nodes:" + ",".join(f"{at[a]}-{at[b]}" for a, b in rnd)
+                for rnd in confirm_rounds(pairs, 1)]
+    sub = replace(cfg, hosts=hosts)
+    launcher = launchers.get(sub)
+    name = f"confirm-{test}-{repeat}"
+    csv, env, hostfile = f"raw/{name}.csv", f"raw/{name}.env.json", f"raw/{name}.hosts"
+    exe = mpi_exe(cfg, test, "/".join(patterns), f"{cfg.run_dir}/{csv}",
+                  f"{cfg.run_dir}/{env}")
+    side = Side("main", tuple(launcher.job_argv(exe, cfg.ranks_per_node,
+                                                f"{cfg.run_dir}/{hostfile}")),
+                f"raw/{name}.stdout", f"raw/{name}.stderr")
+    p = Point(index=0, name=name, layer="mpi", test=test, pairs=0, repetition=1,
+              sizes=cfg.sizes, sides=(side,), timeout_s=cfg.timeout_s * len(patterns),
+              csv=csv, env_json=env, env=launcher.env())
+    return Job(point=p, subdir=".", wave=0,
+               hostfile=(hostfile, launcher.hostfile_text(cfg.ranks_per_node)))
+
+
+def confirm_scan(run_dir: Path, pairs: dict[str, list[tuple[str, str]]],
+                 repeats: int) -> dict:
+    """Re-measure the suspects' node pairs of each test (pairs: test -> node pairs, at most
+    CONFIRM_MAX_PAIRS each) `repeats` times; rows in raw/confirm-TEST.csv, what ran in
+    metadata.json["confirm"]. Returns that record."""
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    c = meta["config"]
+    cfg = FabricConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
+    rec: dict = {"repeats": repeats, "tests": {}}
+    grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
+    for test, ps in pairs.items():
+        ps = list(dict.fromkeys(ps))
+        if not ps:
+            continue
+        skipped = len(ps) - CONFIRM_MAX_PAIRS
+        print(f"fabric: confirming {min(len(ps), CONFIRM_MAX_PAIRS)} node pair(s) of {test} "
+              f"x {repeats}", file=sys.stderr)
+        jobs = []
+        for i in range(1, repeats + 1):
+            job = confirm_job(cfg, test, ps[:CONFIRM_MAX_PAIRS], i)
+            assert job.hostfile is not None
+            (run_dir / job.hostfile[0]).write_text(job.hostfile[1])
+            res = run_point(job.point, run_dir, grace)
+            jobs.append({"csv": job.point.csv, "argv": list(job.point.sides[0].argv),
+                         "exit_codes": res.exit_codes, "elapsed_s": round(res.elapsed_s, 3),
+                         "reason": None if res.ok else failure_reason(res, run_dir)})
+        rec["tests"][test] = {"pairs": [list(p) for p in ps],
+                              "not_confirmed_too_many": max(0, skipped), "jobs": jobs}
+    meta["confirm"] = rec
+    atomic_write_json(run_dir / "metadata.json", meta)
+    return rec
