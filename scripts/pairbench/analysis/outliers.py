@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 LINK_COLUMNS = ["layer", "test", "variant", "msg_size_bytes", "metric", "higher_is_better",
                 "node_a", "node_b", "host", "peer", "value", "status", "error"]
@@ -116,7 +117,7 @@ def _links_from(agg: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
     n_peer = pr.groupby("ph", sort=False)["pp"].transform("size")
     # a scan layout: the host measured towards exactly one other host in this point
     one = pr[(n_peer == 1).to_numpy() & ~pr["self"].to_numpy()][["ph", "peer", "has_bw"]]
-    prio = agg["scope"].map({"node": 0, "all": 1, "": 1})
+    prio = agg["scope"].astype(str).map({"node": 0, "all": 1, "": 1})
     agg = agg.assign(prio=prio)[prio.notna().to_numpy()]
     # rows that name their own peer (error rows of node pairs not run) are links as they are
     own = ((agg["scope"] == "node") & (agg["peer"] != "")).to_numpy()
@@ -132,17 +133,48 @@ def _links_from(agg: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
     metric = np.where(point_bw, "bw_gbit_s", "lat_us_p50")
     value = np.where(point_bw, m["bw_gbit_s"], m["lat_us_p50"]).astype(float)
     value[(m["status"] != "ok").to_numpy()] = np.nan
-    host, peer = m["host"].to_numpy(dtype=object), m["peer"].to_numpy(dtype=object)
-    lo = np.where(host < peer, host, peer)
-    hi = np.where(host < peer, peer, host)
-    out = pd.DataFrame({"layer": m["layer"].to_numpy(), "test": m["test"].to_numpy(),
-                        "variant": m["variant"].to_numpy(),
-                        "msg_size_bytes": pd.to_numeric(m["msg_size_bytes"]).astype(int),
-                        "metric": metric, "higher_is_better": metric == "bw_gbit_s",
-                        "node_a": lo, "node_b": hi, "host": host, "peer": peer,
-                        "value": value, "status": m["status"].to_numpy(),
-                        "error": m["error"].to_numpy()})
+    names = pd.Index(pd.concat([pd.Series(m["host"].unique()), pd.Series(m["peer"].unique())],
+                               ignore_index=True).astype(str).unique()).sort_values()
+    hc = pd.Categorical(m["host"].astype(str), categories=names).codes
+    pc = pd.Categorical(m["peer"].astype(str), categories=names).codes
+    # categorical node names (sorted categories: code order is name order): a few bytes a
+    # link instead of a Python string per cell, for millions of links
+    def cat(codes: np.ndarray) -> pd.Categorical:
+        return pd.Categorical.from_codes(codes, categories=names)
+
+    out = pd.DataFrame({"layer": _cat(m["layer"]), "test": _cat(m["test"]),
+                        "variant": _cat(m["variant"]),
+                        "msg_size_bytes": pd.to_numeric(m["msg_size_bytes"].astype(str))
+                        .astype(np.int64),
+                        "metric": pd.Categorical(metric),
+                        "higher_is_better": metric == "bw_gbit_s",
+                        "node_a": cat(np.minimum(hc, pc)), "node_b": cat(np.maximum(hc, pc)),
+                        "host": cat(hc), "peer": cat(pc),
+                        "value": value, "status": _cat(m["status"]),
+                        "error": _cat(m["error"])})
     return out[LINK_COLUMNS].reset_index(drop=True)
+
+
+def _cat(col: pd.Series) -> pd.Categorical:
+    return pd.Categorical(col.astype(str))
+
+
+def _compact(d: pd.DataFrame) -> pd.DataFrame:
+    """Text columns as categoricals (rows of a chunk kept until every chunk is read)."""
+    return d.assign(**{c: d[c].astype("category") for c in d.columns
+                       if c in TEXT or c == "peer"})
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """pd.concat for _compact frames: categoricals stay categoricals (their categories
+    united) instead of falling back to a Python object per cell."""
+    cols = {}
+    for c in frames[0].columns:
+        if isinstance(frames[0][c].dtype, pd.CategoricalDtype):
+            cols[c] = union_categoricals([f[c] for f in frames], ignore_order=True)
+        else:
+            cols[c] = np.concatenate([f[c].to_numpy() for f in frames])
+    return pd.DataFrame(cols)
 
 
 def links(df: pd.DataFrame) -> pd.DataFrame:
@@ -163,13 +195,15 @@ def read_links(csv_path: Path | str, chunksize: int = 250_000) -> pd.DataFrame:
     reader: Iterator[pd.DataFrame] = pd.read_csv(
         csv_path, usecols=use, dtype=dtypes, keep_default_na=False,
         na_values={"bw_gbit_s": [""], "lat_us_p50": [""]}, chunksize=chunksize)
+    keep = [c for c in (*TEXT, "bw_gbit_s", "lat_us_p50", "pid", "ph") if c not in
+            ("pair_id", "pattern", "pairs", "run_id", "repetition")]
     for chunk in reader:
         a, p = _reduce(_norm(chunk))
-        aggs.append(a)
-        prs.append(p)
+        aggs.append(_compact(a[[c for c in keep if c in a]]))
+        prs.append(_compact(p))
     if not aggs:
         return pd.DataFrame(columns=LINK_COLUMNS)
-    return _links_from(pd.concat(aggs, ignore_index=True), pd.concat(prs, ignore_index=True))
+    return _links_from(_concat(aggs), _concat(prs))
 
 
 def link_values(lk: pd.DataFrame) -> pd.DataFrame:
@@ -177,7 +211,8 @@ def link_values(lk: pd.DataFrame) -> pd.DataFrame:
     its ok values (NaN if it never measured ok), vectorised."""
     ok = lk["value"].where(lk["status"] == "ok")
     g = pd.DataFrame({"node_a": lk["node_a"], "node_b": lk["node_b"], "value": ok})
-    return g.groupby(["node_a", "node_b"], sort=True)["value"].median().reset_index()
+    return g.groupby(["node_a", "node_b"], sort=True, observed=True)["value"].median() \
+        .reset_index()
 
 
 def matrix(lk: pd.DataFrame) -> pd.DataFrame:
@@ -311,7 +346,7 @@ def analyse_links(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
                   z: float = DEFAULT_Z) -> list[tuple[dict, pd.DataFrame, Verdict]]:
     """detect() for every (layer, test, variant, size) of a scan's links."""
     out = []
-    for k, g in lk.groupby(GROUP, sort=True):
+    for k, g in lk.groupby(GROUP, sort=True, observed=True):
         key = dict(zip(GROUP, k, strict=True))
         out.append((key, g, detect(g, tolerance, z)))
     return out
@@ -358,7 +393,7 @@ def confirm(v: Verdict, lk: pd.DataFrame) -> None:
     lv = lv[lv["value"].notna()]
     perf = pd.Series(_perf(lv["value"].to_numpy(), v.ref, v.higher_is_better),
                      index=pd.MultiIndex.from_arrays([lv["node_a"], lv["node_b"]]))
-    counts = lk[lk["status"] == "ok"].groupby(["node_a", "node_b"]).size()
+    counts = lk[lk["status"] == "ok"].groupby(["node_a", "node_b"], observed=True).size()
     for a, b in v.suspect_links:
         if (a, b) in perf.index:
             p = float(perf[(a, b)])
