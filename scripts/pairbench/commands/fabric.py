@@ -15,7 +15,7 @@ from pathlib import Path
 from pairbench.contract.sizes import parse_sizes
 from pairbench.contract.testtable import LAYERS
 from pairbench.errors import UsageError
-from pairbench.present.fabricout import write_outputs
+from pairbench.present.fabricout import suspects_to_confirm, write_outputs
 from pairbench.runner.exeopts import add_exe_arguments, exe_values
 from pairbench.runner.rundir import repo_root
 from pairbench.runner.scan import (
@@ -118,12 +118,11 @@ def run_fabric(ns: argparse.Namespace) -> int:
         if new_dir is None:
             return 0
         run_dir, tol, z = new_dir, ns.tolerance, ns.z
-    summary = write_outputs(run_dir, tol, z)
-    pairs = summary["confirm_pairs"]
+    lk, pairs = suspects_to_confirm(run_dir, tol, z)
     if ns.confirm > 0 and any(pairs.values()) and json.loads(
             (run_dir / "metadata.json").read_text())["config"]["layer"] == "mpi":
         confirm_scan(run_dir, pairs, ns.confirm)
-        summary = write_outputs(run_dir, tol, z)
+    summary = write_outputs(run_dir, tol, z, lk)
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
           else summary["text"], file=sys.stderr)
     print(run_dir, flush=True)

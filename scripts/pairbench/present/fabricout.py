@@ -219,10 +219,23 @@ def matrix_long(g: pd.DataFrame, v: Verdict) -> pd.DataFrame:
     return m
 
 
-def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
-                  z: float = DEFAULT_Z) -> dict:
-    """Every output file of a scan run; returns {text, verdicts}."""
+def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
+                        z: float = DEFAULT_Z) -> tuple[pd.DataFrame, dict]:
+    """The scan's links (read once: pass them on to write_outputs) and, per test, the node
+    pairs that would confirm its suspects (analysis.outliers.confirm_pairs)."""
     lk = read_links(find_data_csv(Path(run_dir)))
+    by_test: dict[str, list[Verdict]] = {}
+    for key, _, v in analyse_links(lk, tolerance, z):
+        by_test.setdefault(key["test"], []).append(v)
+    return lk, {t: confirm_pairs(vs) for t, vs in by_test.items()}
+
+
+def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
+                  z: float = DEFAULT_Z, lk: pd.DataFrame | None = None) -> dict:
+    """Every output file of a scan run (lk: its links, if already read); returns {text,
+    verdicts}."""
+    if lk is None:
+        lk = read_links(find_data_csv(Path(run_dir)))
     results = analyse_links(lk, tolerance, z)
     confs = [read_links(c) for c in sorted((Path(run_dir) / "raw").glob("confirm-*.csv"))]
     if confs:
@@ -252,12 +265,8 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
             f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>{frag}"
             "</body></html>\n")
     write_output(run_dir / "fabric.html", page, "fabric.html")
-    by_test: dict[str, list[Verdict]] = {}
-    for key, _, v in results:
-        by_test.setdefault(key["test"], []).append(v)
     return {"text": "\n".join(lines) if lines else "fabric: no node pairs measured",
-            "verdicts": verdicts,
-            "confirm_pairs": {t: confirm_pairs(vs) for t, vs in by_test.items()}}
+            "verdicts": verdicts}
 
 
 def _suspects_table(verdicts: list[dict]) -> str:
