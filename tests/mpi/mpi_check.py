@@ -5,9 +5,9 @@ emulated nodes) and checks what came out: schema-valid rows, sane values,
 the pairing, no leaked shm segment, exit codes of the error paths.
 
 Python standard library only.  Exit 0 = pass, 1 = fail, 77 = cannot run here.
-Never asserts a speed, except `b2b`, which checks an ordering (back-to-back
-timing below barrier-separated timing on a slow link) that is the point of
-the --back-to-back caveat.
+Never asserts a speed: `b2b` checks how each mode derives its figures and prints
+both timings (their ordering on a slow link, the --back-to-back caveat, is a
+measurement, not a test: docs/mpi.md).
 """
 import argparse
 import csv
@@ -278,24 +278,58 @@ def cmd_fault(a) -> None:
 
 
 def cmd_b2b(a) -> None:
-    """Slow link: back-to-back (IMB) timing of rotating-root bcast reports less than with a
-    barrier."""
-    res = {}
+    """Rotating-root bcast on two nodes, barrier-separated and back-to-back (IMB -sync off):
+    the two modes differ in what they report, as docs/mpi.md defines them. Back-to-back:
+    variant back_to_back, a rank's mean is exactly its total / N (mean x iterations =
+    duration), and the aggregate's min / mean / max are the min / mean / max of the ranks'
+    means (IMB's t_min / t_avg / t_max). Barrier-separated: no variant, the aggregate's
+    sample i is the slowest rank's call i, so its max is the ranks' largest sample and its
+    min is at least every rank's own min. Both timings are printed;
+    which is smaller depends on the link and the load, so it is not asserted."""
+    rows = {}
     for variant in ("", "--back-to-back"):
         args = ["--test", "bcast", "--root-rotate", "-s", "8", "-n", "40", "-w", "5", "--pin",
                 "none", "-q", "--timeout", "60"] + ([variant] if variant else [])
         p = run(a, 4, args, a.timeout)
         if p.returncode != 0:
             raise Fail(f"bcast {variant}: exit {p.returncode}\n{p.stderr}")
-        agg = next(r for r in csv.DictReader(io.StringIO(p.stdout)) if r["pair_id"] == "all")
-        res[variant or "barrier"] = agg
-    sync = float(res["barrier"]["lat_us_p50"])
-    imb = float(res["--back-to-back"]["lat_us_max"])
-    print(f"bcast 8 B, 4 ranks on 2 nodes, rotating root: barrier-separated p50 {sync:.1f} us, "
-          f"back-to-back (IMB t_max) {imb:.1f} us")
-    if not imb < sync:
-        raise Fail("back-to-back did not report less than barrier-separated timing")
-    print("ok: back-to-back under-reports as in paper 004")
+        rows[variant or "barrier"] = list(csv.DictReader(io.StringIO(p.stdout)))
+
+    def split(rs: list[dict]) -> tuple[dict, list[dict]]:
+        agg = [r for r in rs if r["pair_id"] == "all" and r["scope"] == "all"]
+        ranks = [r for r in rs if r["scope"] == "pair"]
+        if len(agg) != 1 or len(ranks) != 4:
+            raise Fail(f"expected 4 rank rows and one aggregate, got {len(ranks)} and {len(agg)}")
+        return agg[0], ranks
+
+    def close(x: float, y: float) -> bool:
+        return abs(x - y) <= 1e-3 * max(abs(x), abs(y)) + 2e-3
+
+    agg, ranks = split(rows["--back-to-back"])
+    if {r["variant"] for r in [agg, *ranks]} != {"back_to_back"}:
+        raise Fail("back-to-back rows do not carry variant back_to_back")
+    means = [float(r["lat_us_mean"]) for r in ranks]
+    for r, m in zip(ranks, means, strict=True):
+        total_us = float(r["duration_s"]) * 1e6
+        if not close(m * int(r["iterations"]), total_us):
+            raise Fail(f"rank {r['pair_id']}: mean {m} x {r['iterations']} != total {total_us} us")
+    for col, want in (("lat_us_min", min(means)), ("lat_us_max", max(means)),
+                      ("lat_us_mean", sum(means) / len(means))):
+        if not close(float(agg[col]), want):
+            raise Fail(f"back-to-back aggregate {col} {agg[col]} is not the ranks' {want:.4f}")
+    sync, sync_ranks = split(rows["barrier"])
+    if sync["variant"] != "":
+        raise Fail(f"barrier-separated rows carry variant {sync['variant']!r}")
+    if not close(float(sync["lat_us_max"]), max(float(r["lat_us_max"]) for r in sync_ranks)):
+        raise Fail("barrier-separated aggregate max is not the ranks' largest sample")
+    if float(sync["lat_us_min"]) < max(float(r["lat_us_min"]) for r in sync_ranks) - 2e-3:
+        raise Fail("barrier-separated aggregate min is below a rank's own min: not the "
+                   "per-call max over ranks")
+    print(f"bcast 8 B, 4 ranks on 2 nodes, rotating root: barrier-separated p50 "
+          f"{float(sync['lat_us_p50']):.1f} us, back-to-back (IMB t_max) "
+          f"{float(agg['lat_us_max']):.1f} us (not asserted: a measurement)")
+    print("ok: back-to-back reports IMB's per-rank total / N; barrier-separated the per-call "
+          "max over ranks")
 
 
 def probe_ranges(path: str) -> dict:
