@@ -113,6 +113,14 @@ def test_report_says_what_changed(fw_runs: dict[str, Path], tmp_path: Path) -> N
     assert "kernel 6.1.0-26-amd64 → 6.1.0-27-amd64" in html
 
 
+def test_show_says_what_changed(fw_runs: dict[str, Path]) -> None:
+    proc = cli("show", str(fw_runs["new_kernel"]), str(fw_runs["old"]))
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.replace("│", " ").split())
+    assert "WHAT CHANGED since" in text
+    assert "firmware 28.39.1002 → 28.41.1000 on mlx5_0, mlx5_1" in text
+
+
 def _meta(**fp: object) -> dict:
     return {"fingerprint": {"host": "a", **fp}}
 

@@ -34,8 +34,8 @@ COUNTER_FLAGS: dict[str, str] = {
     "error_counters": "an error-class port counter (errors, discards, link downs, "
                       "retransmissions, out-of-sequence, RNR) moved during the timed window",
     "counters_disagree": "the device's data counters disagree with what the point says it "
-                         "moved beyond the stated tolerance (a measurement error or traffic "
-                         "from elsewhere)",
+                         "moved beyond the stated tolerance: a measurement error, traffic "
+                         "from elsewhere, or (with error_counters) retransmitted packets",
 }
 EMULATED_PREFIXES = ("rxe", "siw")
 

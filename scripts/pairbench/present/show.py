@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 
 from pairbench.analysis.compare import Thresholds, compare_frames
+from pairbench.analysis.envdiff import diff as env_diff
 from pairbench.analysis.flags import infer_legacy
 from pairbench.analysis.load import load_run
 from pairbench.contract import testtable
@@ -42,6 +43,12 @@ def render(run: Path, base: Path | None, color: bool, width: int | None) -> str:
                         title=f"WARNINGS ({len(found.warnings)})", border_style="red",
                         title_align="left"))
     if base is not None:
+        changed = env_diff(bmeta, meta)
+        what = ([c.line() for c in changed.changes] or
+                ["nothing in the environment records" if not changed.missing else
+                 f"unknown ({' and '.join(changed.missing)} without a fingerprint)"])
+        con.print(Panel("\n".join(what), title=f"WHAT CHANGED since {base}",
+                        title_align="left"))
         lines = found.verdict if res is not None else [
             f"comparison not possible: {verdict_error}"]
         con.print(Panel("\n".join(lines), title=f"COMPARISON with {base}",
