@@ -227,7 +227,6 @@ class LinkPerf(Mapping):
 
     def __init__(self, a: np.ndarray, b: np.ndarray, perf: np.ndarray) -> None:
         self.a, self.b, self.perf = a, b, perf
-        self._index: dict[tuple[str, str], int] | None = None
 
     def __len__(self) -> int:
         return len(self.perf)
@@ -236,9 +235,18 @@ class LinkPerf(Mapping):
         return zip(self.a.tolist(), self.b.tolist(), strict=True)
 
     def __getitem__(self, k: tuple[str, str]) -> float:
-        if self._index is None:
-            self._index = {x: i for i, x in enumerate(self)}
-        return float(self.perf[self._index[k]])
+        i = np.flatnonzero((self.a == k[0]) & (self.b == k[1]))
+        if not len(i):
+            raise KeyError(k)
+        return float(self.perf[i[0]])
+
+    def get_many(self, keys: list[tuple[str, str]]) -> np.ndarray:
+        """perf of many links at once (NaN where not measured), by one merge."""
+        if not keys:
+            return np.array([], dtype=float)
+        want = pd.DataFrame(keys, columns=["a", "b"]).astype(str)
+        have = pd.DataFrame({"a": self.a, "b": self.b, "perf": self.perf})
+        return want.merge(have, on=["a", "b"], how="left")["perf"].to_numpy(dtype=float)
 
     def worst(self) -> tuple[tuple[str, str], float] | None:
         if not len(self.perf):

@@ -19,6 +19,7 @@ import html
 import io
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -81,8 +82,10 @@ def verdict_record(key: dict, v: Verdict) -> dict:
         return None if isinstance(x, float) and math.isnan(x) else round(x, 6)
 
     shown = dict(worst_links(v))
-    for ab in _suspect_set(v):
-        shown[ab] = v.links[ab]
+    sus = sorted(_suspect_set(v))
+    perf = (v.links.get_many(sus) if isinstance(v.links, LinkPerf)
+            else [v.links[ab] for ab in sus])
+    shown.update(zip(sus, (float(p) for p in perf), strict=True))
 
     return {**{k: (int(x) if k == "msg_size_bytes" else x) for k, x in key.items()},
             "reference": r(v.ref), "noise": r(v.noise), "floor": r(v.floor),
@@ -115,8 +118,10 @@ def summary_line(key: dict, v: Verdict) -> str:
 
     parts = [f"suspect node {n} (its {len(v.node_links.get(n, []))} slow link(s)"
              f"{said('node ' + n)})" for n in v.suspect_nodes]
-    parts += [f"suspect link {a}~{b} ({100 * v.links[(a, b)]:.0f} %{said(f'{a}~{b}')})"
-              for a, b in v.suspect_links]
+    lp = (v.links.get_many(v.suspect_links) if isinstance(v.links, LinkPerf)
+          else [v.links[ab] for ab in v.suspect_links])
+    parts += [f"suspect link {a}~{b} ({100 * p:.0f} %{said(f'{a}~{b}')})"
+              for (a, b), p in zip(v.suspect_links, lp, strict=True)]
     parts += [f"node pair {a}~{b} failed" for a, b in v.failed]
     return head + ": " + ("; ".join(parts) if parts else "no outliers")
 
@@ -213,10 +218,18 @@ def matrix_long(g: pd.DataFrame, v: Verdict) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         perf = m["value"] / ref if v.higher_is_better else ref / m["value"]
     m["perf"] = perf.round(6)
-    sus = _suspect_set(v)
-    m["suspect"] = [(a, b) in sus for a, b in zip(m["node_a"], m["node_b"], strict=True)] \
-        if len(sus) else False
+    sus = pd.DataFrame(sorted(_suspect_set(v)), columns=["node_a", "node_b"]).astype(str)
+    key = m["node_a"].astype(str) + "~" + m["node_b"].astype(str)
+    m["suspect"] = key.isin(set(sus["node_a"] + "~" + sus["node_b"]))
     return m
+
+
+def write_frame(path: Path, df: pd.DataFrame) -> None:
+    """A frame as CSV, streamed to a temporary file renamed over path (readers see the old
+    or the new file): millions of rows are never one string in memory."""
+    tmp = path.with_name(path.name + ".tmp")
+    df.to_csv(tmp, index=False, chunksize=500_000)
+    os.replace(tmp, path)
 
 
 def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
@@ -244,13 +257,13 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
             sel = clk[(clk["test"] == key["test"]) & (clk["variant"] == key["variant"])
                       & (clk["msg_size_bytes"] == key["msg_size_bytes"])]
             confirm(v, sel)
-    write_output(run_dir / "fabric-links.csv", lk.to_csv(index=False), "fabric links")
+    write_frame(run_dir / "fabric-links.csv", lk)
     (run_dir / "plots").mkdir(exist_ok=True)
     verdicts, lines = [], []
     for key, g, v in results:
         stem = _stem(key)
         m = matrix_long(g, v)
-        write_output(run_dir / f"{stem}-matrix.csv", m.to_csv(index=False), "fabric matrix")
+        write_frame(run_dir / f"{stem}-matrix.csv", m)
         png, svg = heatmap(m, key, v)
         write_output(run_dir / "plots" / f"{stem}.png", png, "heatmap")
         write_output(run_dir / "plots" / f"{stem}.svg", svg, "heatmap")
