@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO, assert_clean_error, cli
 from pairbench.analysis.accept import load_spec
 from pairbench.analysis.envcheck import Environment, evaluate_environment, parse_rate, pcie_gen
-from pairbench.runner.fingerprint import hugepages, pcie_control, rdma_devices
+from pairbench.runner.fingerprint import hugepages, parse_ethtool, pcie_control, rdma_devices
 
 
 def pcie_config(mrr: int = 4096, mps: int = 256) -> bytes:
@@ -140,7 +140,38 @@ def test_highest_supported_link(sysfs: Path) -> None:
     assert got["mlx5_1 port 1"] == ("fail", "active 1X, the port supports up to 4X (1X, 4X)")
 
 
+def test_highest_supported_speed_of_a_roce_port(sysfs: Path) -> None:
+    meta = _meta(sysfs)
+    d = meta["fingerprint"]["rdma_devices"][0]
+    d["ports"]["1"].update(link_layer="Ethernet", rate="100 Gb/sec (4X EDR)",
+                           **parse_ethtool(ETHTOOL))
+    assert d["ports"]["1"]["speed_supported_mbps"] == 200000
+    rows: list[dict] = []
+    evaluate_environment(Environment(link_speed="max", link_width="max",
+                                     devices=["mlx5_0"]), meta, None, rows)
+    details = sorted(r["detail"] for r in rows)
+    assert details == ["an Ethernet (RoCE) port has no InfiniBand width: judge it with "
+                       "link_speed = \"max\"",
+                       "rate 100 Gb/sec (4X EDR), the netdev supports up to 200 Gb/s"]
+    d["ports"]["1"]["rate"] = "200 Gb/sec (4X HDR)"
+    rows = []
+    evaluate_environment(Environment(link_speed="max", devices=["mlx5_0"]), meta, None, rows)
+    assert rows[0]["verdict"] == "pass"
+
+
+ETHTOOL = """Settings for ens1f0np0:
+\tSupported ports: [ Backplane ]
+\tSupported link modes:   1000baseKX/Full
+\t                        100000baseCR4/Full
+\t                        200000baseCR4/Full
+\tSupported pause frame use: Symmetric
+\tSpeed: 100000Mb/s
+"""
+
+
 def test_parsers() -> None:
+    assert parse_ethtool(ETHTOOL) == {"speed_supported_mbps": 200000}
+    assert parse_ethtool(None) == {}
     assert parse_rate("200 Gb/sec (4X HDR)") == ("4X", "HDR")
     assert parse_rate("1x SDR") == ("1X", "SDR")
     assert parse_rate("") is None

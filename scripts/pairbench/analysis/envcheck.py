@@ -139,6 +139,9 @@ def _link_rows(env: Environment, place: str, d: dict, port: str, rows: list[dict
             rows.append(_row(what, where, have, want, have == want,
                              f"active {have} ({rate}), expected {want}"))
             continue
+        if p.get("link_layer") == "Ethernet" or d.get("link_layer") == "Ethernet":
+            _ethernet_max(what, where, rate, p, rows)
+            continue
         sup = p.get("width_supported" if what == "link_width" else "speed_supported")
         if not sup:
             rows.append(_row(what, where, have, "max", False,
@@ -151,6 +154,26 @@ def _link_rows(env: Environment, place: str, d: dict, port: str, rows: list[dict
         rows.append(_row(what, where, have, "max", have == best,
                          f"active {have}, the port supports up to {best} "
                          f"({', '.join(sup)})"))
+
+
+def _ethernet_max(what: str, where: str, rate: object, p: dict, rows: list[dict]) -> None:
+    """"max" on a RoCE port: the port's rate (Gb/s) against the fastest of its netdev's
+    supported link modes (ethtool); an Ethernet port has no InfiniBand width to judge."""
+    if what == "link_width":
+        rows.append(_row(what, where, None, "max", False,
+                         "an Ethernet (RoCE) port has no InfiniBand width: judge it with "
+                         "link_speed = \"max\""))
+        return
+    m = re.match(r"\s*([\d.]+)\s*Gb/sec", str(rate or ""))
+    sup = p.get("speed_supported_mbps")
+    if not m or not sup:
+        rows.append(_row(what, where, None, "max", False,
+                         "the port's rate or its netdev's supported link modes (ethtool) "
+                         "are not recorded"))
+        return
+    have = float(m.group(1))
+    rows.append(_row(what, where, f"{have:g} Gb/s", "max", have * 1000 >= sup,
+                     f"rate {rate}, the netdev supports up to {sup / 1000:g} Gb/s"))
 
 
 def _pcie_rows(env: Environment, place: str, d: dict, rows: list[dict]) -> None:

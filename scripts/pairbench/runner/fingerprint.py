@@ -140,6 +140,14 @@ IB_LANE_GBPS = {2.5: "SDR", 5.0: "DDR", 10.0: "QDR", 10.3125: "FDR10", 14.0625: 
                 25.78125: "EDR", 53.125: "HDR", 106.25: "NDR", 212.5: "XDR"}
 
 
+def parse_ethtool(text: str | None) -> dict:
+    """What an Ethernet (RoCE) port supports, from `ethtool NETDEV`: the fastest of its
+    "Supported link modes" in Mb/s (speed_supported_mbps); {} when not available."""
+    m = re.search(r"Supported link modes:(.*?)(?:\n\s*[A-Z][\w ]*:|\Z)", text or "", flags=re.S)
+    speeds = [int(x) for x in re.findall(r"(\d+)base", m.group(1))] if m else []
+    return {"speed_supported_mbps": max(speeds)} if speeds else {}
+
+
 def parse_portinfo(text: str | None) -> dict:
     """What an InfiniBand port supports, from `smpquery portinfo` (a MAD query of the local
     port; it needs access to /dev/infiniband/umad*, usually root): width_supported
@@ -196,10 +204,15 @@ def rdma_devices(stop: Stop = None, base: Path = IB_SYSFS,
                                          "rate": _read(port / "rate"),
                                          "state": _read(port / "state"),
                                          "phys_state": _read(port / "phys_state")}
-            if entry["ports"][port.name]["link_layer"] == "InfiniBand" and base == IB_SYSFS:
+            layer = entry["ports"][port.name]["link_layer"]
+            if layer == "InfiniBand" and base == IB_SYSFS:
                 entry["ports"][port.name].update(parse_portinfo(_cmd(
                     ["smpquery", "-C", dev.name, "-P", port.name, "-D", "portinfo", "0"],
                     stop)))
+            netdev = _read(port / "gid_attrs" / "ndevs" / "0")
+            if layer == "Ethernet" and netdev and base == IB_SYSFS:
+                entry["ports"][port.name].update(parse_ethtool(_cmd(["ethtool", netdev],
+                                                                    stop)))
         entry.update(_pci_info(dev, stop))
         devs.append(entry)
     return devs
