@@ -30,9 +30,9 @@ Links of a suspect node below the threshold are reported under the node.
 Cost: O(rows) to find the links, O(links) to judge them — every step is a vectorised
 pandas/numpy operation (group-by medians, merges), never a filter of the whole frame per
 point or a Python loop over links; read_links() streams data.csv in chunks of typed
-columns, keeping only the aggregates and one (host, peer) per point and host. A scan of
-1,024 nodes (4 million rows) is judged in seconds, one of 4,096 in about a minute
-(results/fabric-scale/).
+columns, keeping only the aggregates and one (host, peer) per point and host (as
+categoricals). Measured in results/fabric-scale/: the whole driver path of a 1,024-node
+scan (4.2 million rows, 2.1 million links) in ~40 s under 1 GiB.
 """
 
 from __future__ import annotations
