@@ -26,11 +26,26 @@ IDX = {c: i for i, c in enumerate(COLUMNS)}
 I_PATTERN, I_STATUS = IDX["pattern"], IDX["status"]
 
 
+N_COMMAS = len(COLUMNS) - 1
+TAIL = len(COLUMNS) - 1 - I_STATUS  # cells after status (flags, error)
+
+
 def split_line(line: str) -> list[str]:
     """One CSV line's cells (the fast path: no quotes)."""
     if '"' in line:
         return next(csv.reader([line]))
     return line.split(",")
+
+
+def pattern_status(line: str) -> tuple[str, str] | None:
+    """(pattern, status) of a data line, None if it is not a whole row. Fast path: the
+    cells before pattern and from status on hold no comma unless the line is quoted."""
+    if '"' in line:
+        cells = split_line(line)
+        return (cells[I_PATTERN], cells[I_STATUS]) if len(cells) == len(COLUMNS) else None
+    if line.count(",") != N_COMMAS:
+        return None
+    return line.split(",", I_PATTERN + 1)[I_PATTERN], line.rsplit(",", TAIL + 1)[1]
 
 
 def round_of(pattern: str) -> int:
@@ -80,16 +95,16 @@ class PartScan:
         if self.header_ok is None:
             self.header_ok = line.rstrip("\r") == HEADER
             return
-        cells = split_line(line)
-        if len(cells) != len(COLUMNS):
+        ps = pattern_status(line)
+        if ps is None:
             return
-        r = round_of(cells[I_PATTERN])
+        r = round_of(ps[0])
         if not r:
             return
         self.rows += 1
         if not self.order or self.order[-1] != r:
             self.order.append(r)
-        if cells[I_STATUS] != "ok":
+        if ps[1] != "ok":
             self.bad.add(r)
 
     def complete(self, exited_ok: bool) -> set[int]:
@@ -101,9 +116,10 @@ class PartScan:
         return {r for r in seen if r not in self.bad and r != last}
 
 
-def scan_part(path: Path, exited_ok: bool) -> tuple[PartScan, set[int]]:
-    """Read a whole part: (its scan, its complete rounds)."""
-    ps = PartScan(path)
+def scan_part(path: Path, exited_ok: bool,
+              ps: PartScan | None = None) -> tuple[PartScan, set[int]]:
+    """Read (the rest of) a part: (its scan, its complete rounds)."""
+    ps = ps or PartScan(path)
     while ps.feed():
         pass
     if ps.rest:
@@ -127,9 +143,10 @@ def part_lines(path: Path, keep: set[int]) -> Iterator[str]:
         for line in f:
             if not line.endswith("\n"):
                 break  # cut short by a dying job
-            cells = split_line(line.rstrip("\r\n"))
-            if len(cells) == len(COLUMNS) and round_of(cells[I_PATTERN]) in keep:
-                yield line.rstrip("\r\n")
+            line = line.rstrip("\r\n")
+            ps = pattern_status(line)
+            if ps is not None and round_of(ps[0]) in keep:
+                yield line
 
 
 def error_line(layer: str, test: str, pattern: str, size: int, pairs: int, host: str,
