@@ -35,9 +35,11 @@ static unsigned vb_cnt_list(struct vb_counter_set *cs, const char *dir, enum vb_
 	if (!d)
 		return 0;
 	while ((e = readdir(d)) && cs->n < VB_CNT_MAX) {
-		if (e->d_name[0] == '.' || strlen(e->d_name) >= VB_CNT_NAME || !strcmp(e->d_name, "lifespan"))
+		size_t len = strlen(e->d_name);
+
+		if (e->d_name[0] == '.' || len >= VB_CNT_NAME || !strcmp(e->d_name, "lifespan"))
 			continue; /* lifespan: hw_counters' refresh period, not a counter */
-		snprintf(cs->name[cs->n], VB_CNT_NAME, "%s", e->d_name);
+		memcpy(cs->name[cs->n], e->d_name, len + 1); /* fits: len < VB_CNT_NAME */
 		cs->source[cs->n++] = (unsigned char)src;
 	}
 	closedir(d);
