@@ -8,21 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A non-negative decimal integer filling [s, end); -1 if it is not one. */
-static long mp_pattern_num(const char *s, const char **end)
-{
-	char *e;
-	long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	v = strtol(s, &e, 10);
-	if (v > 1000000)
-		return -1;
-	*end = e;
-	return v;
-}
-
 static int mp_pattern_parse_nodes(const char *s, struct mp_pattern *p, char *err, size_t len)
 {
 	const char *q = s;
@@ -38,10 +23,10 @@ static int mp_pattern_parse_nodes(const char *s, struct mp_pattern *p, char *err
 				 MP_PATTERN_MAX_LINKS);
 			return -EINVAL;
 		}
-		a = mp_pattern_num(q, &q);
+		a = mp_num_parse(q, &q);
 		if (a < 0 || *q != '-')
 			goto bad;
-		b = mp_pattern_num(q + 1, &q);
+		b = mp_num_parse(q + 1, &q);
 		if (b < 0 || (*q && *q != ','))
 			goto bad;
 		if (a == b) {
@@ -105,7 +90,7 @@ int mp_pattern_parse(const char *text, struct mp_pattern *p, char *err, size_t l
 	    !strncmp(text, "fanout:", 7)) {
 		const char *num = strchr(text, ':') + 1;
 
-		v = mp_pattern_num(num, &end);
+		v = mp_num_parse(num, &end);
 		if (v < 0 || *end || (text[0] == 's' && v == 0)) {
 			snprintf(err, len, "--pattern %.200s: expected %s", text,
 				 text[0] == 's' ? "shift:S with an integer S >= 1" :

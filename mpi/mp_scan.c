@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long mp_scan_num(const char *s, const char **end)
+long mp_num_parse(const char *s, const char **end)
 {
 	char *e;
 	long v;
@@ -25,7 +25,7 @@ static long mp_scan_num(const char *s, const char **end)
 static int mp_scan_parse_skip(const char *q, struct mp_scan *s, char *err, size_t len)
 {
 	while (*q) {
-		long v = mp_scan_num(q, &q);
+		long v = mp_num_parse(q, &q);
 
 		if (v < 0 || (*q && *q != ',') || (*q == ',' && !q[1]))
 			return -EINVAL;
@@ -62,10 +62,10 @@ int mp_scan_parse(const char *rest, struct mp_scan *s, char *err, size_t len)
 	memset(s, 0, sizeof(*s));
 	s->first = 1;
 	if (*q == ':') {
-		long f = mp_scan_num(q + 1, &q), l = f;
+		long f = mp_num_parse(q + 1, &q), l = f;
 
 		if (f >= 0 && *q == '-')
-			l = mp_scan_num(q + 1, &q);
+			l = mp_num_parse(q + 1, &q);
 		if (f < 1 || l < f)
 			goto bad;
 		s->first = (int)f;

@@ -47,4 +47,9 @@ int mp_scan_rounds(struct mp_scan *s, int nodes, char *err, size_t len);
  */
 int mp_scan_links(const struct mp_scan *s, int nodes, int (*ab)[2], int max);
 
+/* A non-negative decimal integer (at most 1,000,000) at s; *end is set after it.  The value,
+ * or -1 (end untouched) when s does not start with a digit or the number is larger.  Shared by
+ * the --pattern parsers (mp_pattern.c, mp_scan.c). */
+long mp_num_parse(const char *s, const char **end);
+
 #endif

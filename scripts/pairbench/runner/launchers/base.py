@@ -54,6 +54,7 @@ class Launcher:
     kill_grace_s: ClassVar[float] = 3.0  # SIGTERM -> SIGKILL of its process group
     fixed_plan: ClassVar[str] = ""     # why it cannot run --repetitions auto ("": it can)
     probes_binary: ClassVar[bool] = True  # the sweep probes the executable here first
+    connects: ClassVar[bool] = False   # verbs: one launch, the client told the server's address
 
     def __init__(self, cfg: Any) -> None:
         self.cfg = cfg
@@ -64,7 +65,10 @@ class Launcher:
         return self.cfg.launcher_cmd or self.program
 
     def check(self) -> None:
-        """Bad input -> UsageError before anything starts."""
+        """Bad input -> UsageError before anything starts (the server's address of a
+        connecting launcher before looking for its program)."""
+        if self.connects and self.cfg.layer == "verbs":
+            self.verbs_connect()
         if self.program is not None and shutil.which(str(self.command)) is None:
             raise UsageError(f"launcher {self.name}: {self.command!r} not found on PATH")
 

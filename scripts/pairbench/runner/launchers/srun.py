@@ -16,11 +16,7 @@ class Srun(Launcher):
     program = "srun"
     multi_node = True
     jobs = True
-
-    def check(self) -> None:
-        if self.cfg.layer == "verbs":
-            self.verbs_connect()  # the server's address, before looking for the program
-        super().check()
+    connects = True
 
     def sides(self, exe: list[str], pairs: int, raw: str) -> tuple[Side, ...]:
         cfg = self.cfg
