@@ -38,13 +38,16 @@ scan (4.2 million rows, 2.1 million links) in ~40 s under 1 GiB.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
+
+from pairbench.contract.schema import find_data_csv, load_metadata
 
 LINK_COLUMNS = ["layer", "test", "variant", "msg_size_bytes", "metric", "higher_is_better",
                 "node_a", "node_b", "host", "peer", "value", "status", "error"]
@@ -184,10 +187,146 @@ def links(df: pd.DataFrame) -> pd.DataFrame:
     return _links_from(agg, pr)
 
 
-def read_links(csv_path: Path | str, chunksize: int = 250_000) -> pd.DataFrame:
+def scan_hosts(run: Path | str) -> tuple[str, ...] | None:
+    """The host list of an MPI fabric scan run (metadata.json's config.hosts, in the order
+    of the job's hostfile), or None when run (a run directory or its data.csv) is not one."""
+    meta = load_metadata(run)
+    c = meta.get("config") or {}
+    if meta.get("kind") != "pairbench fabric" or c.get("layer") != "mpi":
+        return None
+    return tuple(c.get("hosts") or ()) or None
+
+
+def partner(pos: np.ndarray, rnd: np.ndarray, k: int) -> np.ndarray:
+    """The tournament partner of position pos in round rnd (1-based) over k positions
+    (runner.schedule.round_links, vectorised; pairbench-mpi's mp_scan.c computes the same):
+    -1 for the bye. The circle method: position 0 stays, the others turn one slot a round,
+    slot i plays slot m-1-i."""
+    m = k + k % 2
+    pos, rnd = np.asarray(pos, dtype=np.int64), np.asarray(rnd, dtype=np.int64)
+    slot = np.where(pos == 0, 0, 1 + (pos - 1 + rnd - 1) % (m - 1))
+    other = m - 1 - slot
+    q = np.where(other == 0, 0, 1 + (other - 1 - (rnd - 1)) % (m - 1))
+    return np.where((q >= k) | (pos >= k) | (pos < 0) | (rnd < 1), -1, q)
+
+
+class _NotDerivable(Exception):
+    """A scan's rows whose peers the tournament does not give (numbered otherwise)."""
+
+
+def _lut(cats: pd.Index, f) -> np.ndarray:
+    """f of each category, and -1 for a missing cell (code -1 indexes the last slot)."""
+    return np.array([f(str(c)) for c in cats] + [-1], dtype=np.int64)
+
+
+FAST_COLUMNS = ["layer", "test", "variant", "pattern", "msg_size_bytes", "pair_id", "scope",
+                "host", "peer", "status", "error", "bw_gbit_s", "lat_us_p50"]
+
+
+def _scan_chunk(ch: pd.DataFrame, at: dict[str, int], k: int) -> pd.DataFrame:
+    """The links of a chunk of an MPI scan's rows, by tournament position: each
+    scope=node row (the measuring node's value of its node pair) with its peer from the
+    round number (pattern scan:R); the pair rows only check that the tournament gives the
+    peer they name (else _NotDerivable: read the pair rows instead)."""
+    def code(col: str, f) -> np.ndarray:
+        c = ch[col].cat
+        return _lut(c.categories, f)[c.codes.to_numpy()]
+
+    def rnd_of(t: str) -> int:
+        return int(t[5:]) if t.startswith("scan:") and t[5:].isdigit() else -1
+
+    host = code("host", lambda t: at.get(t, -1 if t else -2))
+    peer = code("peer", lambda t: at.get(re.sub(r":rank\d+$", "", t), -1 if t else -2))
+    rnd = code("pattern", rnd_of)
+    agg = (ch["pair_id"] == "all").to_numpy()
+    pair = ~agg & (host != -2)
+    if (pair & ((host < 0) | (peer < 0) | (rnd < 0))).any():
+        raise _NotDerivable("a pair row outside the tournament")
+    if pair.any() and (partner(host[pair], rnd[pair], k) != peer[pair]).any():
+        raise _NotDerivable("the job numbered its nodes otherwise")
+    node = agg & (ch["scope"] == "node").to_numpy()
+    h, p, r = host[node], peer[node], rnd[node]
+    if (h < 0).any() or (p == -1).any():
+        raise _NotDerivable("a node row outside the host list")
+    derived = p == -2  # the executable leaves a node row's peer empty
+    if (r[derived] < 0).any():
+        raise _NotDerivable("a node row without a round")
+    p = np.where(derived, partner(h, r, k), p)
+    if (p < 0).any():
+        raise _NotDerivable("a node row in its bye")
+    sub = ch.loc[node, ["layer", "test", "variant", "msg_size_bytes", "status", "error",
+                        "bw_gbit_s", "lat_us_p50"]]
+    return sub.assign(hpos=h.astype(np.int32), ppos=p.astype(np.int32)) \
+        .reset_index(drop=True)
+
+
+def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
+                     chunksize: int) -> pd.DataFrame:
+    """read_links() of an MPI scan by tournament positions: only the scope=node rows kept
+    (a few bytes each: codes of categoricals), their peer derived, never a node name per
+    link as text."""
+    at = {h: i for i, h in enumerate(hosts)}
+    k = len(hosts)
+    head = pd.read_csv(csv_path, nrows=0).columns
+    use = [c for c in FAST_COLUMNS if c in head]
+    missing = set(FAST_COLUMNS) - set(use)
+    if missing:
+        raise _NotDerivable(f"no column {sorted(missing)}")
+    dtypes = {c: "category" for c in use if c not in ("bw_gbit_s", "lat_us_p50")}
+    parts = []
+    for ch in pd.read_csv(csv_path, usecols=use, dtype=dtypes, keep_default_na=False,
+                          na_values={"bw_gbit_s": [""], "lat_us_p50": [""]},
+                          chunksize=chunksize):
+        parts.append(_scan_chunk(ch, at, k))
+    if not parts or not sum(map(len, parts)):
+        return pd.DataFrame(columns=LINK_COLUMNS)
+    d = _concat(parts)
+    names = pd.Index(sorted(hosts))
+    to_code = np.argsort(np.argsort(np.array(hosts, dtype=object)))  # position -> code
+    hc = to_code[d["hpos"].to_numpy()]
+    pc = to_code[d["ppos"].to_numpy()]
+    gkey = ["layer", "test", "variant", "msg_size_bytes"]
+    bw = d["bw_gbit_s"].notna().groupby([d[c] for c in gkey], observed=True,
+                                        sort=False).transform("any").to_numpy()
+    value = np.where(bw, d["bw_gbit_s"], d["lat_us_p50"]).astype(float)
+    value[(d["status"] != "ok").to_numpy()] = np.nan
+    dtype = np.int16 if len(names) < 2**15 else np.int32
+
+    def cat(codes: np.ndarray) -> pd.Categorical:
+        return pd.Categorical.from_codes(codes.astype(dtype), categories=names)
+
+    size = d["msg_size_bytes"].cat
+    sizes = pd.to_numeric(pd.Series(size.categories.astype(str))).to_numpy(np.int64)
+    out = pd.DataFrame({"layer": d["layer"], "test": d["test"], "variant": d["variant"],
+                        "msg_size_bytes": sizes[size.codes.to_numpy()],
+                        "metric": pd.Categorical.from_codes(
+                            bw.astype(np.int8), categories=["lat_us_p50", "bw_gbit_s"]),
+                        "higher_is_better": bw,
+                        "node_a": cat(np.minimum(hc, pc)), "node_b": cat(np.maximum(hc, pc)),
+                        "host": cat(hc), "peer": cat(pc), "value": value,
+                        "status": d["status"], "error": d["error"]})
+    for c in ("layer", "test", "variant", "status", "error"):
+        out[c] = out[c].cat.remove_unused_categories()
+    out["metric"] = out["metric"].cat.remove_unused_categories()
+    return out[LINK_COLUMNS]
+
+
+def read_links(csv_path: Path | str, chunksize: int = 250_000,
+               hosts: Sequence[str] | None = None) -> pd.DataFrame:
     """links() of a run's data.csv, streamed: chunks of the needed columns (strings and
     two floats), each reduced to its aggregates and (point, host, peer) triples before the
-    next is read, so memory follows the number of links, not of rows."""
+    next is read, so memory follows the number of links, not of rows.
+
+    hosts: an MPI scan's host list (scan_hosts()): then a node row's peer comes from its
+    round and the tournament (pairbench-mpi leaves it empty; the job numbers its nodes in
+    hostfile order), checked against every pair row, and only the node rows are kept;
+    when a pair row disagrees (the job numbered its nodes otherwise) the pair rows are
+    read as without hosts."""
+    if hosts:
+        try:
+            return _read_scan_links(csv_path, hosts, chunksize)
+        except _NotDerivable:
+            pass
     aggs, prs = [], []
     head = pd.read_csv(csv_path, nrows=0).columns
     use = [c for c in READ_COLUMNS if c in head]
@@ -206,13 +345,44 @@ def read_links(csv_path: Path | str, chunksize: int = 250_000) -> pd.DataFrame:
     return _links_from(_concat(aggs), _concat(prs))
 
 
+def node_codes(lk: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+    """(node_a codes, node_b codes, names): each link's two nodes as integers into one
+    sorted index of names (code order is name order). read_links() gives categoricals
+    already; other frames (names as text) are coded here."""
+    a, b = lk["node_a"], lk["node_b"]
+    if (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)
+            and a.cat.categories.equals(b.cat.categories)
+            and a.cat.categories.is_monotonic_increasing):
+        return (a.cat.codes.to_numpy().astype(np.int32),
+                b.cat.codes.to_numpy().astype(np.int32), a.cat.categories)
+    names = pd.Index(pd.unique(np.concatenate([a.astype(str).to_numpy(dtype=object),
+                                               b.astype(str).to_numpy(dtype=object)])))
+    names = names.sort_values()
+    return (names.get_indexer(a.astype(str)).astype(np.int32),
+            names.get_indexer(b.astype(str)).astype(np.int32), names)
+
+
+def _cats(codes: np.ndarray, names: pd.Index) -> pd.Categorical:
+    return pd.Categorical.from_codes(codes, categories=names)
+
+
 def link_values(lk: pd.DataFrame) -> pd.DataFrame:
-    """One row per node pair of ONE (test, size, metric): node_a, node_b and the median of
-    its ok values (NaN if it never measured ok), vectorised."""
-    ok = lk["value"].where(lk["status"] == "ok")
-    g = pd.DataFrame({"node_a": lk["node_a"], "node_b": lk["node_b"], "value": ok})
-    return g.groupby(["node_a", "node_b"], sort=True, observed=True)["value"].median() \
-        .reset_index()
+    """One row per node pair of ONE (test, size, metric): node_a, node_b (categoricals of
+    the node names, sorted by (node_a, node_b)) and the median of its ok values (NaN if it
+    never measured ok), on integer node codes: a node pair measured once (a scan without
+    repetitions) is not grouped at all."""
+    a, b, names = node_codes(lk)
+    ok = lk["value"].where(lk["status"] == "ok").to_numpy(dtype=float)
+    key = a.astype(np.int64) * len(names) + b
+    order = np.argsort(key, kind="stable")
+    key, ok = key[order], ok[order]
+    if len(key) > 1 and (key[1:] == key[:-1]).any():
+        med = pd.Series(ok).groupby(key, sort=True).median()
+        key, ok = med.index.to_numpy(), med.to_numpy()
+    n = max(len(names), 1)
+    dtype = np.int16 if n < 2**15 else np.int32
+    return pd.DataFrame({"node_a": _cats((key // n).astype(dtype), names),
+                         "node_b": _cats((key % n).astype(dtype), names), "value": ok})
 
 
 def matrix(lk: pd.DataFrame) -> pd.DataFrame:
@@ -222,37 +392,59 @@ def matrix(lk: pd.DataFrame) -> pd.DataFrame:
 
 
 class LinkPerf(Mapping):
-    """perf of every measured link, (node_a, node_b) -> perf, backed by arrays (a dict of
-    8 million tuples at K = 4,096 would take gigabytes)."""
+    """perf of every measured link, (node_a, node_b) -> perf, backed by arrays of node
+    codes into `names` (a dict of 8 million tuples, or 16 million name strings, at K =
+    4,096 would take gigabytes)."""
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, perf: np.ndarray) -> None:
-        self.a, self.b, self.perf = a, b, perf
+    def __init__(self, a: np.ndarray, b: np.ndarray, perf: np.ndarray,
+                 names: pd.Index) -> None:
+        self.a, self.b, self.perf, self.names = a, b, perf, names
+        self._key: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.perf)
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
-        return zip(self.a.tolist(), self.b.tolist(), strict=True)
+        n = self.names
+        return ((str(n[x]), str(n[y])) for x, y in zip(self.a.tolist(), self.b.tolist(),
+                                                        strict=True))
+
+    def _index(self, keys: list[tuple[str, str]]) -> np.ndarray:
+        """Positions of the given links (-1: not measured), by binary search on codes."""
+        if self._key is None:
+            self._key = self.a.astype(np.int64) * len(self.names) + self.b
+            self._sorted = np.argsort(self._key, kind="stable")
+        if not keys:
+            return np.array([], dtype=np.int64)
+        ka = self.names.get_indexer([str(k[0]) for k in keys])
+        kb = self.names.get_indexer([str(k[1]) for k in keys])
+        want = ka.astype(np.int64) * len(self.names) + kb
+        sk = self._key[self._sorted]
+        at = np.clip(np.searchsorted(sk, want), 0, max(len(sk) - 1, 0))
+        hit = (ka >= 0) & (kb >= 0) & (len(sk) > 0)
+        hit &= sk[at] == want if len(sk) else hit
+        return np.where(hit, self._sorted[at] if len(sk) else -1, -1)
 
     def __getitem__(self, k: tuple[str, str]) -> float:
-        i = np.flatnonzero((self.a == k[0]) & (self.b == k[1]))
-        if not len(i):
+        i = int(self._index([k])[0])
+        if i < 0:
             raise KeyError(k)
-        return float(self.perf[i[0]])
+        return float(self.perf[i])
 
     def get_many(self, keys: list[tuple[str, str]]) -> np.ndarray:
-        """perf of many links at once (NaN where not measured), by one merge."""
-        if not keys:
-            return np.array([], dtype=float)
-        want = pd.DataFrame(keys, columns=["a", "b"]).astype(str)
-        have = pd.DataFrame({"a": self.a, "b": self.b, "perf": self.perf})
-        return want.merge(have, on=["a", "b"], how="left")["perf"].to_numpy(dtype=float)
+        """perf of many links at once (NaN where not measured)."""
+        i = self._index(keys)
+        return np.where(i >= 0, self.perf[np.maximum(i, 0)] if len(self.perf) else np.nan,
+                        np.nan).astype(float)
+
+    def name(self, i: int) -> tuple[str, str]:
+        return str(self.names[self.a[i]]), str(self.names[self.b[i]])
 
     def worst(self) -> tuple[tuple[str, str], float] | None:
         if not len(self.perf):
             return None
         i = int(np.nanargmin(self.perf)) if np.isfinite(self.perf).any() else 0
-        return (str(self.a[i]), str(self.b[i])), float(self.perf[i])
+        return self.name(i), float(self.perf[i])
 
 
 @dataclass
@@ -307,38 +499,42 @@ def detect(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
     metric = str(lk["metric"].iloc[0])
     higher = bool(lk["higher_is_better"].iloc[0])
     lv = link_values(lk)
-    measured = lv["value"].notna().to_numpy()
-    nodes = np.unique(np.concatenate([lv["node_a"].to_numpy(dtype=str),
-                                      lv["node_b"].to_numpy(dtype=str)]))
-    failed = list(zip(lv["node_a"][~measured], lv["node_b"][~measured], strict=True))
-    ok = lv[measured]
-    a, b = ok["node_a"].to_numpy(dtype=str), ok["node_b"].to_numpy(dtype=str)
-    vals = ok["value"].to_numpy(dtype=float)
-    ends = pd.DataFrame({"node": np.concatenate([a, b]), "v": np.concatenate([vals, vals])})
-    score = ends.groupby("node")["v"].median().reindex(nodes)
-    ref = float(np.nanmedian(score.to_numpy())) if score.notna().any() else math.nan
+    names = lv["node_a"].cat.categories
+    la = lv["node_a"].cat.codes.to_numpy().astype(np.int32)
+    lb = lv["node_b"].cat.codes.to_numpy().astype(np.int32)
+    lval = lv["value"].to_numpy(dtype=float)
+    measured = ~np.isnan(lval)
+    present = np.zeros(len(names), dtype=bool)
+    present[la] = present[lb] = True
+    nodes = names[present]
+    failed = [(str(names[x]), str(names[y])) for x, y in zip(la[~measured], lb[~measured],
+                                                             strict=True)]
+    a, b, vals = la[measured], lb[measured], lval[measured]
+    # each node's median link, on codes (a node's links: those where it is a or b)
+    ends = pd.Series(np.concatenate([vals, vals]))
+    score = ends.groupby(np.concatenate([a, b])).median().reindex(
+        np.flatnonzero(present)).to_numpy(dtype=float)
+    ref = float(np.nanmedian(score)) if np.isfinite(score).any() else math.nan
     v = Verdict(metric=metric, higher_is_better=higher, ref=ref, noise=math.nan,
-                floor=1 - tolerance, tolerance=tolerance, z=z,
-                failed=[(str(x), str(y)) for x, y in failed],
+                floor=1 - tolerance, tolerance=tolerance, z=z, failed=failed,
                 expected_links=len(nodes) * (len(nodes) - 1) // 2)
-    node_perf = pd.Series(_perf(score.to_numpy(), ref, higher), index=nodes)
-    v.nodes = {str(n): float(p) for n, p in node_perf.items()}
+    node_perf = np.full(len(names), np.nan)
+    node_perf[present] = _perf(score, ref, higher)
+    v.nodes = {str(n): float(p) for n, p in zip(nodes, node_perf[present], strict=True)}
     perf = _perf(vals, ref, higher)
-    v.links = LinkPerf(a, b, perf)
+    v.links = LinkPerf(a, b, perf, names)
     healthy = node_perf >= 1 - tolerance
-    both = healthy.reindex(a).to_numpy(dtype=bool) & healthy.reindex(b).to_numpy(dtype=bool)
-    clean = perf[both & (perf > 0)]
+    clean = perf[healthy[a] & healthy[b] & (perf > 0)]
     if len(clean) >= 3:
         lg = np.log(clean)
         v.noise = MAD_TO_SIGMA * float(np.median(np.abs(lg - np.median(lg))))
         v.floor = min(1 - tolerance, math.exp(-z * v.noise))
-    bad_nodes = node_perf[node_perf < v.floor]
-    v.suspect_nodes = sorted(str(n) for n in bad_nodes.index)
+    bad = node_perf < v.floor
+    v.suspect_nodes = [str(n) for n in names[bad]]
     slow = np.flatnonzero(perf < v.floor)
-    bad = set(v.suspect_nodes)
-    for i in sorted(slow, key=lambda i: (a[i], b[i])):
-        x, y = str(a[i]), str(b[i])
-        at = [n for n in (x, y) if n in bad]
+    for i in slow[np.lexsort((b[slow], a[slow]))]:  # by (node_a, node_b): code order
+        x, y = str(names[a[i]]), str(names[b[i]])
+        at = [n for n, c in ((x, a[i]), (y, b[i])) if bad[c]]
         if at:
             for n in at:
                 v.node_links.setdefault(n, []).append((x, y))
@@ -418,3 +614,29 @@ def confirm(v: Verdict, lk: pd.DataFrame) -> None:
                 "measurements": int(sum(counts.get(k, 0) for k, _ in mine)),
                 "peers": sorted(x for k, _ in mine for x in k if x != n),
                 "confirmed": bool(p < v.floor)}
+
+
+def read_scan(run: Path | str) -> pd.DataFrame:
+    """The links of a scan run (a run directory or its data.csv), by the fast path of an
+    MPI scan (scan_hosts) where it applies."""
+    return read_links(find_data_csv(Path(run)), hosts=scan_hosts(run))
+
+
+def judge_scan(run: Path | str, tolerance: float = DEFAULT_TOLERANCE, z: float = DEFAULT_Z,
+               lk: pd.DataFrame | None = None) -> list[tuple[dict, pd.DataFrame, Verdict]]:
+    """analyse_links() of a scan run's links (lk, or read_scan(run)), each verdict's
+    suspects judged by the run's confirmation rounds (raw/confirm-*.csv, if any: confirm())."""
+    if lk is None:
+        lk = read_scan(run)
+    results = analyse_links(lk, tolerance, z)
+    run_dir = Path(run) if Path(run).is_dir() else Path(run).parent
+    confs = [read_links(c) for c in sorted((run_dir / "raw").glob("confirm-*.csv"))]
+    confs = [c for c in confs if len(c)]
+    if confs:
+        clk = pd.concat(confs, ignore_index=True)
+        for key, _, v in results:
+            sel = clk[(clk["test"].astype(str) == key["test"])
+                      & (clk["variant"].astype(str) == key["variant"])
+                      & (clk["msg_size_bytes"] == key["msg_size_bytes"])]
+            confirm(v, sel)
+    return results

@@ -31,12 +31,11 @@ from pairbench.analysis.outliers import (
     LinkPerf,
     Verdict,
     analyse_links,
-    confirm,
     confirm_pairs,
+    judge_scan,
     matrix,
-    read_links,
+    read_scan,
 )
-from pairbench.contract.schema import find_data_csv
 from pairbench.contract.sizes import size_label
 from pairbench.io.safeio import write_output
 
@@ -66,7 +65,7 @@ def worst_links(v: Verdict, n: int = WORST_LINKS) -> list[tuple[tuple[str, str],
     if isinstance(v.links, LinkPerf):
         perf = np.where(np.isnan(v.links.perf), np.inf, v.links.perf)
         idx = np.argsort(perf, kind="stable")[:n]
-        return [((str(v.links.a[i]), str(v.links.b[i])), float(v.links.perf[i])) for i in idx]
+        return [(v.links.name(i), float(v.links.perf[i])) for i in idx]
     return sorted(v.links.items(), key=lambda x: x[1])[:n]
 
 
@@ -126,13 +125,23 @@ def summary_line(key: dict, v: Verdict) -> str:
     return head + ": " + ("; ".join(parts) if parts else "no outliers")
 
 
-def perf_grid(m: pd.DataFrame, v: Verdict, nodes: list[str]) -> np.ndarray:
-    """The K x K perf matrix (NaN: not measured), symmetric, nodes in the given order."""
-    k = len(nodes)
-    at = {n: i for i, n in enumerate(nodes)}
-    i = m["node_a"].map(at).to_numpy()
-    j = m["node_b"].map(at).to_numpy()
-    p = m["perf"].to_numpy(dtype=float)
+def node_order(m: pd.DataFrame) -> tuple[pd.Index, np.ndarray]:
+    """(the nodes of matrix m in heatmap order, each code's row: -1 for a node not in m):
+    by name, the codes' order."""
+    names = m["node_a"].cat.categories
+    present = np.zeros(len(names), dtype=bool)
+    present[m["node_a"].cat.codes.to_numpy()] = True
+    present[m["node_b"].cat.codes.to_numpy()] = True
+    row = np.where(present, np.cumsum(present) - 1, -1)
+    return names[present], row
+
+
+def perf_grid(m: pd.DataFrame, row: np.ndarray, k: int, col: str = "perf") -> np.ndarray:
+    """The K x K matrix of m[col] (NaN: not measured), symmetric; row: each node code's row
+    (node_order())."""
+    i = row[m["node_a"].cat.codes.to_numpy()]
+    j = row[m["node_b"].cat.codes.to_numpy()]
+    p = m[col].to_numpy(dtype=np.float32)
     grid = np.full((k, k), np.nan, dtype=np.float32)
     grid[i, j] = p
     grid[j, i] = p
@@ -158,10 +167,12 @@ def heatmap(m: pd.DataFrame, key: dict, v: Verdict) -> tuple[bytes, bytes]:
     from pairbench.present.plot import _pyplot
 
     plt = _pyplot()
-    nodes = sorted(set(m["node_a"]) | set(m["node_b"]))
+    names, row = node_order(m)
+    nodes = [str(x) for x in names]
     k = len(nodes)
     f = max(1, math.ceil(k / MAX_PIXELS))
-    grid = downsample(perf_grid(m, v, nodes), f) if f > 1 else perf_grid(m, v, nodes)
+    grid = perf_grid(m, row, k)
+    grid = downsample(grid, f) if f > 1 else grid
     n = grid.shape[0]
     side = 1.2 + 0.7 * k if k <= VALUES_UP_TO else 9.0
     fig, ax = plt.subplots(figsize=(side + 1.5, side))
@@ -176,7 +187,7 @@ def heatmap(m: pd.DataFrame, key: dict, v: Verdict) -> tuple[bytes, bytes]:
         ax.set_xlabel(f"node (sorted by name{block})")
         ax.set_ylabel("node")
     if k <= VALUES_UP_TO:
-        vals = perf_grid(m.assign(perf=m["value"]), v, nodes)
+        vals = perf_grid(m, row, k, "value")
         for i in range(k):
             for j in range(k):
                 if not math.isnan(vals[i, j]):
@@ -218,9 +229,13 @@ def matrix_long(g: pd.DataFrame, v: Verdict) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         perf = m["value"] / ref if v.higher_is_better else ref / m["value"]
     m["perf"] = perf.round(6)
-    sus = pd.DataFrame(sorted(_suspect_set(v)), columns=["node_a", "node_b"]).astype(str)
-    key = m["node_a"].astype(str) + "~" + m["node_b"].astype(str)
-    m["suspect"] = key.isin(set(sus["node_a"] + "~" + sus["node_b"]))
+    names = m["node_a"].cat.categories
+    sus = np.array(sorted(_suspect_set(v)), dtype=object).reshape(-1, 2)
+    n = len(names)
+    want = names.get_indexer(sus[:, 0]).astype(np.int64) * n + names.get_indexer(sus[:, 1])
+    key = m["node_a"].cat.codes.to_numpy().astype(np.int64) * n + \
+        m["node_b"].cat.codes.to_numpy()
+    m["suspect"] = np.isin(key, want)  # on node codes: no name per link as text
     return m
 
 
@@ -236,7 +251,7 @@ def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
                         z: float = DEFAULT_Z) -> tuple[pd.DataFrame, dict]:
     """The scan's links (read once: pass them on to write_outputs) and, per test, the node
     pairs that would confirm its suspects (analysis.outliers.confirm_pairs)."""
-    lk = read_links(find_data_csv(Path(run_dir)))
+    lk = read_scan(run_dir)
     by_test: dict[str, list[Verdict]] = {}
     for key, _, v in analyse_links(lk, tolerance, z):
         by_test.setdefault(key["test"], []).append(v)
@@ -248,15 +263,8 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
     """Every output file of a scan run (lk: its links, if already read); returns {text,
     verdicts}."""
     if lk is None:
-        lk = read_links(find_data_csv(Path(run_dir)))
-    results = analyse_links(lk, tolerance, z)
-    confs = [read_links(c) for c in sorted((Path(run_dir) / "raw").glob("confirm-*.csv"))]
-    if confs:
-        clk = pd.concat(confs, ignore_index=True)
-        for key, _, v in results:
-            sel = clk[(clk["test"] == key["test"]) & (clk["variant"] == key["variant"])
-                      & (clk["msg_size_bytes"] == key["msg_size_bytes"])]
-            confirm(v, sel)
+        lk = read_scan(run_dir)
+    results = judge_scan(run_dir, tolerance, z, lk)
     write_frame(run_dir / "fabric-links.csv", lk)
     (run_dir / "plots").mkdir(exist_ok=True)
     verdicts, lines = [], []
