@@ -19,7 +19,11 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
                        reference = median over nodes of each node's median link) >= min_share
                        (e.g. 0.9: no node pair below 90 % of the median bandwidth)
   [[fabric_max_outliers]]    fabric scan: suspect nodes + suspect links <= max_outliers,
-                       by the rule of pairbench.analysis.outliers with the criterion's tolerance, z
+                       by the rule of pairbench.analysis.outliers with the criterion's tolerance,
+                       z; a suspect the scan's confirmation rounds re-measured within the floor
+                       (unconfirmed) is listed in the detail, not counted; confirmed ones and
+                       ones never re-measured count. A fabric scan's links are read by the
+                       streaming path (outliers.read_scan), not as the generic frame
   [sanity]             max_link_pct (default 100): any row above it fails (bandwidth above
                        the link rate is a measurement error), as does the above_link_rate flag
   [environment]        the machine, not the speed (issue 25; pairbench.analysis.envcheck):
@@ -46,6 +50,7 @@ from pairbench.analysis.frames import METRICS, is_headline
 from pairbench.contract import testtable
 from pairbench.contract.columns import BLOCK_TIMED
 from pairbench.contract.flags import MACHINE_FLAGS
+from pairbench.contract.schema import find_data_csv
 from pairbench.contract.sizes import Size, size_label
 from pairbench.errors import UsageError
 from pairbench.io import tomlschema
@@ -268,14 +273,49 @@ def _check(name: str, crit: dict, rows: list[dict], d: pd.DataFrame, metric: str
                      "detail": f"{metric} {'<=' if ok_if_le else '>='} {limit:g}"})
 
 
-def evaluate(df: pd.DataFrame, spec: dict, meta: dict | None = None,
+FABRIC_SECTIONS = ("fabric_min_link_share", "fabric_max_outliers")
+
+
+def is_fabric_scan(meta: dict) -> bool:
+    return meta.get("kind") == "pairbench fabric"
+
+
+def needs_frame(spec: dict, meta: dict) -> bool:
+    """Whether evaluate() needs the run as the generic frame: not for a fabric scan judged
+    by fabric criteria (and [environment]) alone — its tens of millions of rows are read
+    by the streaming paths (links, sanity) instead."""
+    return not is_fabric_scan(meta) or any(spec.get(s) for s in SECTIONS
+                                           if s not in FABRIC_SECTIONS)
+
+
+def evaluate(df: pd.DataFrame | None, spec: dict, meta: dict | None = None,
              run: Path | None = None) -> list[dict]:
     """Every check row of the spec; meta (metadata.json) and run (its directory, for
-    counters.csv) feed the [environment] criteria."""
+    counters.csv) feed the [environment] criteria; a fabric scan's criteria read run's
+    links (pairbench.analysis.outliers.read_scan). df: the run's rows, or None where
+    needs_frame() says they are not needed."""
+    rows: list[dict] = []
+    if df is not None:
+        _sweep_criteria(df, spec, rows)
+    cache: dict = {}
+    scan = run if run is not None and is_fabric_scan(meta or {}) else None
+    for c in spec.get("fabric_min_link_share", []):
+        _fabric(scan, df, spec, c, rows, True, cache)
+    for c in spec.get("fabric_max_outliers", []):
+        _fabric(scan, df, spec, c, rows, False, cache)
+    if df is None:
+        _sanity_stream(find_data_csv(Path(run)) if run is not None else None, spec, rows)
+    else:
+        _sanity(df, spec, rows)
+    evaluate_environment(spec.get("environment"), meta or {}, run, rows)
+    return rows
+
+
+def _sweep_criteria(df: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
+    """The criteria on a sweep's aggregate rows."""
     agg = df[is_headline(df)].copy()
     if spec.get("layer"):
         agg = agg[agg["layer"] == spec["layer"]]
-    rows: list[dict] = []
     for c in spec.get("min_link_pct", []):
         d = _rows_for(agg, c)
         d = d[d["msg_size_bytes"] >= c.get("min_size_bytes", 0)]
@@ -300,13 +340,6 @@ def evaluate(df: pd.DataFrame, spec: dict, meta: dict | None = None,
         _name_pair(rows[n0:], d, "min_bw_pair_id", "slowest pair")
     _refuse_flagged(agg, spec, rows)
     _note_tail(agg, rows)
-    for c in spec.get("fabric_min_link_share", []):
-        _fabric(df, spec, c, rows, share=True)
-    for c in spec.get("fabric_max_outliers", []):
-        _fabric(df, spec, c, rows, share=False)
-    _sanity(df, spec, rows)
-    evaluate_environment(spec.get("environment"), meta or {}, run, rows)
-    return rows
 
 
 def _refuse_flagged(agg: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
@@ -345,17 +378,46 @@ def _note_tail(agg: pd.DataFrame, rows: list[dict]) -> None:
                            "apart: it understates the pairs together; rerun without -n)")
 
 
-def _fabric(df: pd.DataFrame, spec: dict, c: dict, rows: list[dict], share: bool) -> None:
-    """Fabric criteria: per (test, size) of the scan's node pairs (pairbench.analysis.outliers)."""
-    from pairbench.analysis.outliers import analyse
+def _fabric_results(run: Path | None, df: pd.DataFrame | None, spec: dict, tol: float,
+                    z: float, cache: dict) -> list:
+    """The scan's verdicts at (tol, z), confirmation rounds applied
+    (pairbench.analysis.outliers.judge_scan); its links read once per evaluate() by the
+    streaming read (read_scan), never from the generic frame. Without a run directory (a
+    frame given alone: tests) the links come from the frame."""
+    from pairbench.analysis.outliers import analyse_links, judge_scan, links, read_scan
 
-    d = df if not spec.get("layer") else df[df["layer"] == spec["layer"]]
+    if (tol, z) not in cache:
+        if "links" not in cache:
+            cache["links"] = read_scan(run) if run is not None else links(df)
+            if spec.get("layer"):
+                lk = cache["links"]
+                cache["links"] = lk[(lk["layer"] == spec["layer"]).to_numpy()]
+        lk = cache["links"]
+        cache[(tol, z)] = (judge_scan(run, tol, z, lk) if run is not None
+                           else analyse_links(lk, tol, z))
+    return cache[(tol, z)]
+
+
+def _said(v, key: str) -> str:
+    """A suspect's state after the confirmation rounds: confirmed, unconfirmed (re-measured
+    within the floor) or untested (not re-measured: --confirm 0, a verbs scan, more
+    suspects than the rounds take)."""
+    c = v.confirmation.get(key)
+    return "untested" if c is None else ("confirmed" if c["confirmed"] else "unconfirmed")
+
+
+def _fabric(run: Path | None, df: pd.DataFrame | None, spec: dict, c: dict,
+            rows: list[dict], share: bool, cache: dict) -> None:
+    """Fabric criteria: per (test, size) of the scan's node pairs (pairbench.analysis.outliers).
+    max_outliers counts the suspects the confirmation rounds confirmed and those they did
+    not re-measure; an unconfirmed suspect (re-measured within the floor: a disturbance of
+    the scan) is listed, not counted."""
     tol, z = (c.get("tolerance", 0.10), c.get("z", 3.5)) if not share else (0.10, 3.5)
     label = c["test"] + (f"[{c['variant']}]" if c["variant"] else "")
     name = "fabric_min_link_share" if share else "fabric_max_outliers"
     limit = c["min_share"] if share else float(c["max_outliers"])
     found = False
-    for pk, _lk, v in analyse(d, tol, z):
+    for pk, _lk, v in _fabric_results(run, df, spec, tol, z, cache):
         size = int(pk["msg_size_bytes"])
         if (pk["test"] != c["test"] or pk["variant"] != c["variant"]
                 or size < c.get("min_size_bytes", 0)
@@ -370,19 +432,27 @@ def _fabric(df: pd.DataFrame, spec: dict, c: dict, rows: list[dict], share: bool
                                    "measured or failed"})
             continue
         if share:
-            worst = min(v.links, key=lambda k: v.links[k])
-            ok = v.links[worst] >= limit
-            rows.append({**base, "value": v.links[worst], "verdict": "pass" if ok else "fail",
-                         "detail": f"worst node pair {worst[0]}~{worst[1]}: "
-                                   f"{v.metric} perf >= {limit:g}"})
-        else:
-            names = [*(f"node {n}" for n in v.suspect_nodes),
-                     *(f"link {a}~{b}" for a, b in v.suspect_links)]
-            ok = v.outliers <= limit
-            rows.append({**base, "value": float(v.outliers),
-                         "verdict": "pass" if ok else "fail",
-                         "detail": f"outliers <= {limit:g}"
-                                   + (f" (suspect: {', '.join(names)})" if names else "")})
+            (a, b), p = v.links.worst() if hasattr(v.links, "worst") else \
+                min(v.links.items(), key=lambda x: x[1])
+            was = _said(v, f"{a}~{b}")
+            ok = p >= limit
+            rows.append({**base, "value": p, "verdict": "pass" if ok else "fail",
+                         "detail": f"worst node pair {a}~{b}: {v.metric} perf >= {limit:g}"
+                                   + ("" if was == "untested" else f" (a suspect, {was})")})
+            continue
+        sus = [(f"node {n}", _said(v, f"node {n}")) for n in v.suspect_nodes]
+        sus += [(f"link {a}~{b}", _said(v, f"{a}~{b}")) for a, b in v.suspect_links]
+        by = {s: [n for n, w in sus if w == s] for s in ("confirmed", "untested",
+                                                        "unconfirmed")}
+        counted = len(by["confirmed"]) + len(by["untested"])
+        said = [f"{what}: {', '.join(by[s])}" for s, what in (
+            ("confirmed", "confirmed"), ("untested", "suspect, not re-measured (counted)"),
+            ("unconfirmed", "unconfirmed, not counted (re-measured within the floor)"))
+            if by[s]]
+        rows.append({**base, "value": float(counted),
+                     "verdict": "pass" if counted <= limit else "fail",
+                     "detail": f"confirmed outliers <= {limit:g}"
+                               + (f" ({'; '.join(said)})" if said else "")})
     if not found:
         rows.append({"criterion": name, "test": label, "size": "", "pairs": "", "value": None,
                      "limit": limit, "verdict": "fail",
@@ -440,12 +510,46 @@ def _name_pair(rows: list[dict], d: pd.DataFrame, id_col: str, what: str) -> Non
             r["detail"] += f" ({what}: pair {most[key]})"
 
 
+def _sanity_stream(csv: Path | None, spec: dict, rows: list[dict]) -> None:
+    """_sanity() of a run too large for the generic frame (a fabric scan), its rows read in
+    chunks of the columns it needs; only the rows above the limit are kept."""
+    if csv is None:
+        return
+    limit = spec["sanity"]["max_link_pct"]
+    cols = ["test", "msg_size_bytes", "pairs", "pair_id", "status", "link_pct", "flags"]
+    use = [c for c in cols if c in set(pd.read_csv(csv, nrows=0).columns)]
+    n_pct, top, above = 0, float("nan"), []
+    for ch in pd.read_csv(csv, usecols=use, chunksize=500_000, keep_default_na=False,
+                          dtype={c: "category" for c in use if c != "link_pct"},
+                          na_values={"link_pct": [""]}):
+        ok = ch[(ch["status"] == "ok").to_numpy()]
+        pct = pd.to_numeric(ok["link_pct"], errors="coerce") if "link_pct" in ok else \
+            pd.Series(float("nan"), index=ok.index)
+        n_pct += int(pct.notna().sum())
+        top = float(pd.Series([top, pct.max()]).max())
+        odd = (pct > limit).to_numpy().copy()
+        if "flags" in ok:
+            odd |= ok["flags"].astype(str).str.split(";").apply(
+                lambda f: "above_link_rate" in f).to_numpy(dtype=bool)
+        if odd.any():
+            above.append(ok[odd].astype(object).assign(link_pct=pct[odd]))
+    hit = pd.concat(above, ignore_index=True) if above else pd.DataFrame(columns=cols)
+    _sanity_rows(hit, n_pct, top, limit, rows)
+
+
 def _sanity(df: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
     limit = spec["sanity"]["max_link_pct"]
     d = df[df["status"] == "ok"]
     above = d[(d["link_pct"] > limit)
               | d["flags"].fillna("").str.split(";").apply(lambda f: "above_link_rate" in f)]
-    if d["link_pct"].notna().sum() == 0 and above.empty:
+    _sanity_rows(above, int(d["link_pct"].notna().sum()), float(d["link_pct"].max()), limit,
+                 rows)
+
+
+def _sanity_rows(above: pd.DataFrame, n_pct: int, top: float, limit: float,
+                 rows: list[dict]) -> None:
+    """The sanity check's rows: one per row above the limit, or one pass."""
+    if n_pct == 0 and above.empty:
         rows.append({"criterion": "sanity max_link_pct", "test": "*", "size": "", "pairs": "",
                      "value": None, "limit": limit, "verdict": "pass",
                      "detail": "link rate unknown (link_pct empty): nothing to check"})
@@ -458,7 +562,5 @@ def _sanity(df: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
                                "a measurement error"})
     if above.empty:
         rows.append({"criterion": "sanity max_link_pct", "test": "*", "size": "", "pairs": "",
-                     "value": float(d["link_pct"].max()), "limit": limit, "verdict": "pass",
+                     "value": top, "limit": limit, "verdict": "pass",
                      "detail": "no bandwidth above the link rate"})
-
-

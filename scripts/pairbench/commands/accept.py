@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pairbench.analysis.accept import check_tests, evaluate, load_spec
+from pairbench.analysis.accept import check_tests, evaluate, load_spec, needs_frame
 from pairbench.analysis.flags import infer_legacy
 from pairbench.analysis.load import load_run
 from pairbench.contract import testtable
@@ -25,7 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run_accept(ns: argparse.Namespace) -> int:
     spec = load_spec(Path(ns.spec))
     meta = load_metadata(ns.run)
-    df = infer_legacy(load_run(ns.run), meta)
+    # a fabric scan judged by fabric criteria alone is read by streaming, not as one frame
+    df = infer_legacy(load_run(ns.run), meta) if needs_frame(spec, meta) else None
     check_tests(spec, testtable.tables_for_run(meta))
     rows = evaluate(df, spec, meta, Path(ns.run))
     sys.stdout.write(render_text(spec, rows, color=sys.stdout.isatty()))
