@@ -1,0 +1,89 @@
+"""The fabric analysis on integer node codes: an MPI scan's links from its node rows alone,
+each row's peer from its round and the tournament (outliers.partner), checked against the
+pair rows; a job that numbered its nodes otherwise falls back to reading the pair rows."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import HERE, cli
+from pairbench.analysis import outliers
+from pairbench.runner.schedule import round_links, total_rounds
+
+SIM = HERE.parent / "sim" / "fabric_sim.py"
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 7, 12, 33])
+def test_partner_is_the_tournaments(k: int) -> None:
+    for r in range(1, total_rounds(k) + 1):
+        want = dict.fromkeys(range(k), -1)
+        for a, b in round_links(k, r):
+            want[a], want[b] = b, a
+        got = outliers.partner(np.arange(k), np.full(k, r), k)
+        assert got.tolist() == [want[p] for p in range(k)], (k, r)
+
+
+@pytest.fixture(scope="module")
+def scan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("scan")
+    hosts = ",".join(f"n{i:03d}" for i in (5, 3, 11, 0, 7, 1, 9, 2, 10, 4, 8))  # not sorted
+    p = cli("fabric", "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
+            sys.executable, "--hosts", hosts, "--test", "latency,bw", "-s", "8,64K",
+            "--confirm", "0", "--results-dir", str(tmp),
+            env={"PB_SIM_SLOW": "n007=3,n002~n009=2"}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    return Path(p.stdout.strip().splitlines()[-1])
+
+
+def canon(lk: pd.DataFrame) -> pd.DataFrame:
+    d = lk.assign(**{c: lk[c].astype(str) for c in lk.columns
+                     if isinstance(lk[c].dtype, pd.CategoricalDtype)})
+    return d.sort_values(["test", "msg_size_bytes", "host", "peer"]).reset_index(drop=True)
+
+
+def test_node_rows_alone_give_the_links_the_pair_rows_give(scan: Path) -> None:
+    fast = outliers.read_scan(scan)
+    slow = outliers.read_links(scan / "data.csv")  # no host list: the pair rows read
+    assert len(fast) == 4 * 11 * 10 // 2
+    pd.testing.assert_frame_equal(canon(fast), canon(slow), check_dtype=False)
+    # node names as codes of one sorted index, never text per link
+    for c in ("node_a", "node_b", "host", "peer"):
+        assert isinstance(fast[c].dtype, pd.CategoricalDtype)
+        assert fast[c].cat.codes.dtype.itemsize <= 2  # int8/int16 codes
+        assert list(fast[c].cat.categories) == sorted(f"n{i:03d}" for i in range(12) if i != 6)
+    v = outliers.detect(fast[(fast["test"] == "bw") & (fast["msg_size_bytes"] == 8)])
+    assert v.suspect_nodes == ["n007"] and v.suspect_links == [("n002", "n009")]
+
+
+def test_another_node_numbering_falls_back_to_the_pair_rows(scan: Path,
+                                                           tmp_path: Path) -> None:
+    """A job whose nodes were numbered otherwise than the hostfile (the metadata's host
+    order here reversed): the pair rows disagree with the tournament, so the peers are read
+    from them; the links are still right."""
+    meta = json.loads((scan / "metadata.json").read_text())
+    hosts = meta["config"]["hosts"][::-1]
+    with pytest.raises(outliers._NotDerivable):
+        outliers._read_scan_links(scan / "data.csv", hosts, 1000)
+    meta["config"]["hosts"] = hosts
+    other = tmp_path / "run"
+    other.mkdir()
+    (other / "metadata.json").write_text(json.dumps(meta))
+    (other / "data.csv").write_bytes((scan / "data.csv").read_bytes())
+    got = outliers.read_scan(other)
+    pd.testing.assert_frame_equal(canon(got), canon(outliers.read_scan(scan)),
+                                  check_dtype=False)
+
+
+def test_link_values_groups_repeats_on_codes() -> None:
+    lk = pd.DataFrame({"node_a": ["b", "a", "a", "a"], "node_b": ["c", "b", "b", "c"],
+                       "value": [1.0, 2.0, 4.0, 5.0], "status": ["ok", "ok", "ok", "error"]})
+    lv = outliers.link_values(lk)
+    assert lv.astype({"node_a": str, "node_b": str}).values.tolist() == [
+        ["a", "b", 3.0], ["a", "c", pytest.approx(float("nan"), nan_ok=True)],
+        ["b", "c", 1.0]]
