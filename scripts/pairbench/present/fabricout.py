@@ -247,6 +247,23 @@ def write_frame(path: Path, df: pd.DataFrame) -> None:
     os.replace(tmp, path)
 
 
+def has_parquet() -> bool:
+    """Whether the matrices are also written as Parquet (pyarrow importable: a dependency
+    of the driver, scripts/pyproject.toml; a tree without it still gets the CSVs)."""
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def write_parquet(path: Path, df: pd.DataFrame) -> None:
+    """A frame as Parquet (pyarrow; node names as dictionary columns, so a matrix of 8.4
+    million node pairs keeps each of its 4,096 names once), written to a temporary file
+    renamed over path."""
+    tmp = path.with_name(path.name + ".tmp")
+    df.to_parquet(tmp, engine="pyarrow", index=False)
+    os.replace(tmp, path)
+
+
 def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
                         z: float = DEFAULT_Z) -> tuple[pd.DataFrame, dict]:
     """The scan's links (read once: pass them on to write_outputs) and, per test, the node
@@ -272,10 +289,14 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
         stem = _stem(key)
         m = matrix_long(g, v)
         write_frame(run_dir / f"{stem}-matrix.csv", m)
+        pq = f"{stem}-matrix.parquet" if has_parquet() else None
+        if pq:
+            write_parquet(run_dir / pq, m)
         png, svg = heatmap(m, key, v)
         write_output(run_dir / "plots" / f"{stem}.png", png, "heatmap")
         write_output(run_dir / "plots" / f"{stem}.svg", svg, "heatmap")
         verdicts.append({**verdict_record(key, v), "matrix": f"{stem}-matrix.csv",
+                         "matrix_parquet": pq,
                          "heatmap": f"plots/{stem}.png"})
         lines.append(summary_line(key, v))
     write_output(run_dir / "fabric.json",
