@@ -281,6 +281,7 @@ def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
     if not parts or not sum(map(len, parts)):
         return pd.DataFrame(columns=LINK_COLUMNS)
     d = _concat(parts)
+    parts.clear()  # the chunks' rows, now in d
     names = pd.Index(sorted(hosts))
     to_code = np.argsort(np.argsort(np.array(hosts, dtype=object)))  # position -> code
     hc = to_code[d["hpos"].to_numpy()]
