@@ -12,6 +12,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from pairbench.analysis import topology
+from pairbench.analysis.topology import Topology
 from pairbench.contract.sizes import parse_sizes
 from pairbench.contract.testtable import LAYERS
 from pairbench.errors import UsageError
@@ -38,6 +40,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", default=None, metavar="RUN", help="go on with the MPI scan "
                    "of run directory RUN after its last complete round (its options are "
                    "the run's)")
+    p.add_argument("--render", default=None, metavar="RUN", help="make the outputs of the "
+                   "finished scan RUN again from its rows (e.g. with another --topology); "
+                   "run nothing")
+    p.add_argument("--topology", default=None, metavar="FILE", help="each node's rack and "
+                   "leaf (TOML [[rack]] name/leaf/nodes, or CSV node,rack[,leaf]): the "
+                   "heatmap and matrix ordered by leaf, rack, then name with the groups' "
+                   "boundaries, each suspect's group reported (default: by node name; a "
+                   "--resume or --render uses the scan's own unless given)")
     p.add_argument("--confirm", type=int, default=2, metavar="N", help="MPI: re-measure "
                    "each suspect link, and each suspect node against 3 healthy peers, N "
                    "times in extra rounds of disjoint pairs after the scan; the report says "
@@ -103,18 +113,47 @@ def config_from_ns(ns: argparse.Namespace, run_dir: Path) -> FabricConfig:
                         exe_args=eargs, **exe_values(ns))
 
 
+def _topology(ns: argparse.Namespace, run_dir: Path | None) -> Topology | None:
+    """--topology FILE, else the one the scan was made with (metadata.json), else None."""
+    if ns.topology:
+        return topology.load(ns.topology)
+    if run_dir is None:
+        return None
+    path = _analysis(run_dir).get("topology")
+    return topology.load(path) if path else None
+
+
+def _analysis(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / "metadata.json").read_text()).get("analysis", {})
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{run_dir}: no readable metadata.json ({exc})") from None
+
+
 def run_fabric(ns: argparse.Namespace) -> int:
     if ns.confirm < 0:
         raise UsageError(f"--confirm must be >= 0, got {ns.confirm}")
+    if ns.render:
+        run_dir = Path(ns.render).absolute()
+        analysis = _analysis(run_dir)
+        summary = write_outputs(run_dir, analysis.get("tolerance", ns.tolerance),
+                                analysis.get("z", ns.z), topo=_topology(ns, run_dir))
+        print(summary["text"], file=sys.stderr)
+        print(run_dir, flush=True)
+        return 0
+    topo = _topology(ns, None)  # a bad map is an error before anything runs
     if ns.resume:
         run_dir = Path(ns.resume).absolute()
         n_err, _ = resume_scan(run_dir)
-        analysis = json.loads((run_dir / "metadata.json").read_text()).get("analysis", {})
+        analysis = _analysis(run_dir)
         tol, z = analysis.get("tolerance", ns.tolerance), analysis.get("z", ns.z)
+        topo = topo or _topology(ns, run_dir)
     else:
         probe = config_from_ns(ns, Path("/nonexistent-run-dir"))
-        n_err, new_dir = scan_to_dir(probe, ns.results_dir,
-                                     {"tolerance": ns.tolerance, "z": ns.z}, ns.dry_run)
+        analysis = {"tolerance": ns.tolerance, "z": ns.z}
+        if topo is not None:
+            analysis["topology"] = str(Path(topo.path).absolute())
+        n_err, new_dir = scan_to_dir(probe, ns.results_dir, analysis, ns.dry_run)
         if new_dir is None:
             return 0
         run_dir, tol, z = new_dir, ns.tolerance, ns.z
@@ -122,7 +161,7 @@ def run_fabric(ns: argparse.Namespace) -> int:
     if ns.confirm > 0 and any(pairs.values()) and json.loads(
             (run_dir / "metadata.json").read_text())["config"]["layer"] == "mpi":
         confirm_scan(run_dir, pairs, ns.confirm)
-    summary = write_outputs(run_dir, tol, z, lk)
+    summary = write_outputs(run_dir, tol, z, lk, topo)
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
           else summary["text"], file=sys.stderr)
     print(run_dir, flush=True)

@@ -36,6 +36,7 @@ from pairbench.analysis.outliers import (
     matrix,
     read_scan,
 )
+from pairbench.analysis.topology import Topology
 from pairbench.contract.sizes import size_label
 from pairbench.io.safeio import write_output
 
@@ -76,7 +77,22 @@ def _suspect_set(v: Verdict) -> set[tuple[str, str]]:
     return out
 
 
-def verdict_record(key: dict, v: Verdict) -> dict:
+def suspects_where(v: Verdict, topo: Topology | None) -> tuple[dict[str, str], str | None]:
+    """({suspect node or link end: "rack r01, leaf leaf1"}, the group every suspect's
+    nodes share when there are two or more suspects, else None)."""
+    if topo is None:
+        return {}, None
+    ends = list(v.suspect_nodes) + [x for ab in v.suspect_links for x in ab]
+    where = {n: topo.describe(n) for n in sorted(set(ends))}
+    return where, (topo.shared(ends) if v.outliers >= 2 else None)
+
+
+def shared_line(v: Verdict, share: str | None) -> str:
+    return (f"all {v.outliers} suspects are in {share}: look at what they share (a leaf or "
+            "rack switch, its cabling) before the nodes" if share else "")
+
+
+def verdict_record(key: dict, v: Verdict, topo: Topology | None = None) -> dict:
     def r(x: float) -> float | None:
         return None if isinstance(x, float) and math.isnan(x) else round(x, 6)
 
@@ -100,10 +116,18 @@ def verdict_record(key: dict, v: Verdict) -> dict:
             "link_perf_note": f"the suspects' links and the {WORST_LINKS} worst; every "
                               "link in the matrix CSV",
             "confirmation": v.confirmation,
-            "confirmed": [k.removeprefix("node ") for k in v.confirmed]}
+            "confirmed": [k.removeprefix("node ") for k in v.confirmed],
+            **_where_record(v, topo)}
 
 
-def summary_line(key: dict, v: Verdict) -> str:
+def _where_record(v: Verdict, topo: Topology | None) -> dict:
+    if topo is None:
+        return {}
+    where, share = suspects_where(v, topo)
+    return {"suspect_groups": where, "suspects_share": share}
+
+
+def summary_line(key: dict, v: Verdict, topo: Topology | None = None) -> str:
     head = (f"{key['layer']} {key['test']}{'[' + key['variant'] + ']' if key['variant'] else ''}"
             f" {size_label(int(key['msg_size_bytes']))}: {len(v.links)}/{v.expected_links} "
             f"node pairs, reference {v.ref:.4g} {_unit(v.metric)}, suspect below "
@@ -115,25 +139,36 @@ def summary_line(key: dict, v: Verdict) -> str:
         return (f", {'confirmed' if c['confirmed'] else 'NOT confirmed'}: "
                 f"{100 * c['confirming']:.0f} % in {c['measurements']} re-measurement(s)")
 
-    parts = [f"suspect node {n} (its {len(v.node_links.get(n, []))} slow link(s)"
+    where, share = suspects_where(v, topo)
+
+    def at(*ns: str) -> str:
+        return ("in " + " ~ ".join(where[n] for n in ns) + "; ") if where else ""
+
+    parts = [f"suspect node {n} ({at(n)}its {len(v.node_links.get(n, []))} slow link(s)"
              f"{said('node ' + n)})" for n in v.suspect_nodes]
     lp = (v.links.get_many(v.suspect_links) if isinstance(v.links, LinkPerf)
           else [v.links[ab] for ab in v.suspect_links])
-    parts += [f"suspect link {a}~{b} ({100 * p:.0f} %{said(f'{a}~{b}')})"
-              for (a, b), p in zip(v.suspect_links, lp, strict=True)]
+    parts += [f"suspect link {a}~{b} ({at(a, b)}{100 * p:.0f} %"
+              f"{said(f'{a}~{b}')})" for (a, b), p in zip(v.suspect_links, lp, strict=True)]
     parts += [f"node pair {a}~{b} failed" for a, b in v.failed]
+    if share:
+        parts.append(shared_line(v, share))
     return head + ": " + ("; ".join(parts) if parts else "no outliers")
 
 
-def node_order(m: pd.DataFrame) -> tuple[pd.Index, np.ndarray]:
+def node_order(m: pd.DataFrame, topo: Topology | None = None) -> tuple[pd.Index, np.ndarray]:
     """(the nodes of matrix m in heatmap order, each code's row: -1 for a node not in m):
-    by name, the codes' order."""
+    by name (the codes' order), or with a topology by leaf, rack, then name."""
     names = m["node_a"].cat.categories
     present = np.zeros(len(names), dtype=bool)
     present[m["node_a"].cat.codes.to_numpy()] = True
     present[m["node_b"].cat.codes.to_numpy()] = True
-    row = np.where(present, np.cumsum(present) - 1, -1)
-    return names[present], row
+    codes = np.flatnonzero(present)
+    if topo is not None:
+        codes = codes[topo.order([str(x) for x in names[codes]])]
+    row = np.full(len(names), -1, dtype=np.int64)
+    row[codes] = np.arange(len(codes))
+    return names[codes], row
 
 
 def perf_grid(m: pd.DataFrame, row: np.ndarray, k: int, col: str = "perf") -> np.ndarray:
@@ -161,13 +196,39 @@ def downsample(grid: np.ndarray, f: int) -> np.ndarray:
     return out
 
 
-def heatmap(m: pd.DataFrame, key: dict, v: Verdict) -> tuple[bytes, bytes]:
+GROUP_LABELS_UP_TO = 40  # group names on the axes up to this many groups
+
+
+def _draw_groups(ax, topo: Topology, nodes: list[str], f: int, label: bool) -> None:
+    """The boundaries between racks (thin) and leaves (thick) of nodes in heatmap order
+    (f nodes per pixel), and the outermost groups' names at their middles when few."""
+    levels = ["rack", *(["leaf"] if "leaf" in topo.levels else [])]
+    for level in levels:
+        g = [topo.group(n, level) for n in nodes]
+        cuts = [i for i in range(1, len(g)) if g[i] != g[i - 1]]
+        for i in cuts:
+            for line in (ax.axhline, ax.axvline):
+                line(i / f - 0.5, color="white", linewidth=0.4 if level == "rack" else 1.2,
+                     alpha=0.8)
+    g = [topo.group(n, levels[-1]) for n in nodes]
+    starts = [0] + [i for i in range(1, len(g)) if g[i] != g[i - 1]]
+    if label and len(starts) <= GROUP_LABELS_UP_TO:
+        ends = [*starts[1:], len(g)]
+        mid = [((a + b) / 2) / f - 0.5 for a, b in zip(starts, ends, strict=True)]
+        ax.set_xticks(mid, [g[a] for a in starts], rotation=90, fontsize=7)
+        ax.set_yticks(mid, [g[a] for a in starts], fontsize=7)
+
+
+def heatmap(m: pd.DataFrame, key: dict, v: Verdict,
+            topo: Topology | None = None) -> tuple[bytes, bytes]:
     """(png, svg) bytes of the node x node perf matrix (m: matrix() with perf), suspects
-    marked in red; readable from 4 to 4,096 nodes (see the module's docstring)."""
+    marked in red; readable from 4 to 4,096 nodes (see the module's docstring). With a
+    topology the nodes are ordered by leaf, rack, then name, racks' boundaries drawn thin
+    and leaves' thick, and the groups named on the axes when they are few."""
     from pairbench.present.plot import _pyplot
 
     plt = _pyplot()
-    names, row = node_order(m)
+    names, row = node_order(m, topo)
     nodes = [str(x) for x in names]
     k = len(nodes)
     f = max(1, math.ceil(k / MAX_PIXELS))
@@ -184,8 +245,12 @@ def heatmap(m: pd.DataFrame, key: dict, v: Verdict) -> tuple[bytes, bytes]:
         ax.set_yticks(range(k), nodes, fontsize=8)
     else:
         block = f", {f} x {f} node pairs per pixel, worst shown" if f > 1 else ""
-        ax.set_xlabel(f"node (sorted by name{block})")
+        by = ("leaf, rack, then name" if topo and "leaf" in topo.levels else
+              "rack, then name" if topo else "name")
+        ax.set_xlabel(f"node (sorted by {by}{block})")
         ax.set_ylabel("node")
+    if topo is not None:
+        _draw_groups(ax, topo, nodes, f, k > LABELS_UP_TO)
     if k <= VALUES_UP_TO:
         vals = perf_grid(m, row, k, "value")
         for i in range(k):
@@ -222,8 +287,9 @@ def heatmap(m: pd.DataFrame, key: dict, v: Verdict) -> tuple[bytes, bytes]:
     return out[0], out[1]
 
 
-def matrix_long(g: pd.DataFrame, v: Verdict) -> pd.DataFrame:
-    """matrix() with each link's perf and whether it is a suspect (or a suspect node's)."""
+def matrix_long(g: pd.DataFrame, v: Verdict, topo: Topology | None = None) -> pd.DataFrame:
+    """matrix() with each link's perf and whether it is a suspect (or a suspect node's);
+    with a topology also each end's rack (and leaf), the rows in the heatmap's order."""
     m = matrix(g)
     ref = v.ref
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -236,6 +302,17 @@ def matrix_long(g: pd.DataFrame, v: Verdict) -> pd.DataFrame:
     key = m["node_a"].cat.codes.to_numpy().astype(np.int64) * n + \
         m["node_b"].cat.codes.to_numpy()
     m["suspect"] = np.isin(key, want)  # on node codes: no name per link as text
+    if topo is None:
+        return m
+    _, row = node_order(m, topo)
+    ra = row[m["node_a"].cat.codes.to_numpy()]
+    rb = row[m["node_b"].cat.codes.to_numpy()]
+    m = m.iloc[np.lexsort((np.maximum(ra, rb), np.minimum(ra, rb)))].reset_index(drop=True)
+    for level in reversed(topo.levels):
+        for end in ("a", "b"):
+            by_code = pd.Categorical([topo.group(str(x), level) for x in names])
+            m[f"{level}_{end}"] = pd.Categorical.from_codes(
+                by_code.codes[m[f"node_{end}"].cat.codes.to_numpy()], by_code.categories)
     return m
 
 
@@ -276,39 +353,50 @@ def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
 
 
 def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
-                  z: float = DEFAULT_Z, lk: pd.DataFrame | None = None) -> dict:
-    """Every output file of a scan run (lk: its links, if already read); returns {text,
-    verdicts}."""
+                  z: float = DEFAULT_Z, lk: pd.DataFrame | None = None,
+                  topo: Topology | None = None) -> dict:
+    """Every output file of a scan run (lk: its links, if already read; topo: the racks and
+    leaves to order and group the nodes by); returns {text, verdicts, topology: the line
+    on nodes missing from the map or not in the scan, or None}."""
     if lk is None:
         lk = read_scan(run_dir)
     results = judge_scan(run_dir, tolerance, z, lk)
     write_frame(run_dir / "fabric-links.csv", lk)
     (run_dir / "plots").mkdir(exist_ok=True)
     verdicts, lines = [], []
+    note = None
+    if topo is not None:
+        note = topo.note([str(n) for n in lk["node_a"].cat.categories]
+                         if isinstance(lk["node_a"].dtype, pd.CategoricalDtype) else
+                         sorted(set(lk["node_a"].astype(str)) | set(lk["node_b"].astype(str))))
     for key, g, v in results:
         stem = _stem(key)
-        m = matrix_long(g, v)
+        m = matrix_long(g, v, topo)
         write_frame(run_dir / f"{stem}-matrix.csv", m)
         pq = f"{stem}-matrix.parquet" if has_parquet() else None
         if pq:
             write_parquet(run_dir / pq, m)
-        png, svg = heatmap(m, key, v)
+        png, svg = heatmap(m, key, v, topo)
         write_output(run_dir / "plots" / f"{stem}.png", png, "heatmap")
         write_output(run_dir / "plots" / f"{stem}.svg", svg, "heatmap")
-        verdicts.append({**verdict_record(key, v), "matrix": f"{stem}-matrix.csv",
+        verdicts.append({**verdict_record(key, v, topo), "matrix": f"{stem}-matrix.csv",
                          "matrix_parquet": pq,
                          "heatmap": f"plots/{stem}.png"})
-        lines.append(summary_line(key, v))
+        lines.append(summary_line(key, v, topo))
+    top = {"tolerance": tolerance, "z": z}
+    if topo is not None:
+        top["topology"] = {"file": topo.path, "levels": list(topo.levels), "note": note}
     write_output(run_dir / "fabric.json",
-                 json.dumps({"tolerance": tolerance, "z": z, "verdicts": verdicts},
-                            indent=1) + "\n", "fabric.json")
+                 json.dumps({**top, "verdicts": verdicts}, indent=1) + "\n", "fabric.json")
     title, frag = _fragment(run_dir, verdicts)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>{frag}"
             "</body></html>\n")
     write_output(run_dir / "fabric.html", page, "fabric.html")
+    if note:
+        lines.append(note)
     return {"text": "\n".join(lines) if lines else "fabric: no node pairs measured",
-            "verdicts": verdicts}
+            "verdicts": verdicts, "topology": note}
 
 
 def _suspects_table(verdicts: list[dict]) -> str:
@@ -321,6 +409,12 @@ def _suspects_table(verdicts: list[dict]) -> str:
         return "<p class='ok'>No suspect node or link in any test and size.</p>"
     head = "".join(f"<th>{html.escape(v['test'])} {size_label(int(v['msg_size_bytes']))}</th>"
                    for v in verdicts)
+    groups = {n: w for v in verdicts for n, w in v.get("suspect_groups", {}).items()}
+
+    def where(ns: list[str]) -> str:
+        return (f"<td>{html.escape(' ~ '.join(groups.get(n, '?') for n in ns))}</td>"
+                if groups else "")
+
     rows = []
     for n in nodes:
         cells = []
@@ -331,7 +425,8 @@ def _suspects_table(verdicts: list[dict]) -> str:
             cells.append(f"<td class='{flag}'>{'' if p is None else f'{p:.2f}'}"
                          f"{f' ({k} slow links)' if k else ''}</td>")
         conf = " (confirmed)" if n in confirmed else ""
-        rows.append(f"<tr><td>node {html.escape(n)}{conf}</td>{''.join(cells)}</tr>")
+        rows.append(f"<tr><td>node {html.escape(n)}{conf}</td>{where([n])}"
+                    f"{''.join(cells)}</tr>")
     for ab in links_:
         cells = []
         for v in verdicts:
@@ -339,10 +434,18 @@ def _suspects_table(verdicts: list[dict]) -> str:
             flag = "bad" if ab.split("~") in v["suspect_links"] else ""
             cells.append(f"<td class='{flag}'>{'' if p is None else f'{p:.2f}'}</td>")
         conf = " (confirmed)" if ab in confirmed else ""
-        rows.append(f"<tr><td>link {html.escape(ab)}{conf}</td>{''.join(cells)}</tr>")
+        rows.append(f"<tr><td>link {html.escape(ab)}{conf}</td>{where(ab.split('~'))}"
+                    f"{''.join(cells)}</tr>")
+    shares = sorted({v["suspects_share"] for v in verdicts if v.get("suspects_share")})
+    said = "".join(f"<p class='bad'>In {html.escape(v['test'])} "
+                   f"{size_label(int(v['msg_size_bytes']))} all {v['outliers']} suspects are "
+                   f"in {html.escape(v['suspects_share'])}: look at what they share (a leaf "
+                   "or rack switch, its cabling) before the nodes.</p>"
+                   for v in verdicts if v.get("suspects_share")) if shares else ""
     return ("<h2>Suspects</h2><p>perf of the node's median link (nodes) or of the link, "
             "1 = the reference; red: below that test's floor.</p>"
-            f"<table><tr><th>suspect</th>{head}</tr>{''.join(rows)}</table>")
+            f"<table><tr><th>suspect</th>{'<th>where</th>' if groups else ''}{head}</tr>"
+            f"{''.join(rows)}</table>{said}")
 
 
 def _fragment(run_dir: Path, verdicts: list[dict]) -> tuple[str, str]:
