@@ -1,13 +1,16 @@
 """The outputs of a fabric scan, from its data.csv alone: the tidy per-node-pair CSV
 (fabric-links.csv), one node x node matrix per test and size in long form
-(fabric-*-matrix.csv: node_a, node_b, value, perf, suspect), heatmaps (plots/fabric-*.png
-and .svg), the verdicts (fabric.json) and a self-contained page (fabric.html) that leads
-with the suspects and their evidence. fabric_section(run_dir) gives the same content as a
-fragment for the main report.
+(fabric-*-matrix.csv: node_a, node_b, value, perf, suspect; also as Parquet when pyarrow
+is importable), heatmaps (plots/fabric-*.png and .svg), the verdicts (fabric.json) and a
+self-contained page (fabric.html) that leads with the suspects and their evidence.
+fabric_section(run_dir) gives the same content as a fragment for the main report. With a
+topology (pairbench.analysis.topology) the nodes are ordered and grouped by leaf and rack
+and each suspect's group is said.
 
 Sizes that scale: the matrix is never K x K text; the heatmap shows perf (1 = the
-reference) on a fixed canvas, nodes ordered by name, and beyond MAX_PIXELS nodes each
-pixel is a block of node pairs showing its worst perf (a bad cable stays visible);
+reference) on a fixed canvas, nodes ordered by name (or the topology), and beyond
+MAX_PIXELS nodes each pixel is a block of node pairs showing its worst perf (a bad cable
+stays visible);
 suspect nodes are marked on the axes, suspect links circled. fabric.json keeps every
 node's perf, the suspects' links and the WORST_LINKS worst links (every link's perf is
 in the matrix CSV); the page lists the suspects first, then those worst links."""

@@ -531,7 +531,8 @@ def confirm_job(cfg: FabricConfig, test: str, pairs: list[tuple[str, str]],
                 repeat: int) -> Job:
     """One MPI job re-measuring `pairs` (node pairs by host, A first) once, in rounds of
     disjoint pairs: the hosts involved, in sorted order, are the job's nodes 0..n-1
-    (mpirun --map-by node numbers them in hostfile order), each round a --pattern
+    (mpirun --map-by node numbers them in hostfile order; under srun this assumes Slurm
+    numbers them in sorted host-file order: docs/fabric.md), each round a --pattern
     nodes:A-B,...; rows go to raw/confirm-TEST-REPEAT.csv, apart from the scan's (one job
     per repeat: the same round twice in one job would give rows of the same point)."""
     hosts = tuple(sorted({h for ab in pairs for h in ab}))
