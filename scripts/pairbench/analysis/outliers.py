@@ -254,10 +254,15 @@ def _scan_chunk(ch: pd.DataFrame, at: dict[str, int], k: int) -> pd.DataFrame:
     p = np.where(derived, partner(h, r, k), p)
     if (p < 0).any():
         raise _NotDerivable("a node row in its bye")
-    sub = ch.loc[node, ["layer", "test", "variant", "msg_size_bytes", "status", "error",
-                        "bw_gbit_s", "lat_us_p50"]]
-    return sub.assign(hpos=h.astype(np.int32), ppos=p.astype(np.int32)) \
-        .reset_index(drop=True)
+    sub = ch.loc[node, ["layer", "test", "variant", "msg_size_bytes", "status", "error"]]
+    bw = ch["bw_gbit_s"].to_numpy(dtype=float)[node]
+    has_bw = ~np.isnan(bw)
+    # one value per row (the bandwidth where the row has one, else the latency); which
+    # metric a (test, size) uses is decided over all its rows at the end
+    value = np.where(has_bw, bw, ch["lat_us_p50"].to_numpy(dtype=float)[node])
+    pos = np.int16 if k < 2**15 else np.int32
+    return sub.assign(value=value, has_bw=has_bw, hpos=h.astype(pos),
+                      ppos=p.astype(pos)).reset_index(drop=True)
 
 
 def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
@@ -283,18 +288,26 @@ def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
     d = _concat(parts)
     parts.clear()  # the chunks' rows, now in d
     names = pd.Index(sorted(hosts))
-    to_code = np.argsort(np.argsort(np.array(hosts, dtype=object)))  # position -> code
-    hc = to_code[d["hpos"].to_numpy()]
-    pc = to_code[d["ppos"].to_numpy()]
-    gkey = ["layer", "test", "variant", "msg_size_bytes"]
-    bw = d["bw_gbit_s"].notna().groupby([d[c] for c in gkey], observed=True,
-                                        sort=False).transform("any").to_numpy()
-    value = np.where(bw, d["bw_gbit_s"], d["lat_us_p50"]).astype(float)
-    value[(d["status"] != "ok").to_numpy()] = np.nan
     dtype = np.int16 if len(names) < 2**15 else np.int32
+    # position -> code (the index of the name in sorted order)
+    to_code = np.argsort(np.argsort(np.array(hosts, dtype=object))).astype(dtype)
+    hc = to_code[d.pop("hpos").to_numpy()]
+    pc = to_code[d.pop("ppos").to_numpy()]
+    # bandwidth is the metric of a (layer, test, variant, size) where any row has one: the
+    # group's key from the four columns' codes, any() by counting
+    key = np.zeros(len(d), dtype=np.int64)
+    for c in ("layer", "test", "variant", "msg_size_bytes"):
+        cc = d[c].cat
+        key = key * (len(cc.categories) + 1) + cc.codes.to_numpy() + 1
+    has = d.pop("has_bw").to_numpy()
+    bw = (np.bincount(key, weights=has) > 0)[key]  # key: < the product of (categories + 1)
+    del key
+    value = d.pop("value").to_numpy().copy()  # (pandas may hand out a read-only view)
+    value[(bw & ~has) | (d["status"] != "ok").to_numpy()] = np.nan
+    del has
 
     def cat(codes: np.ndarray) -> pd.Categorical:
-        return pd.Categorical.from_codes(codes.astype(dtype), categories=names)
+        return pd.Categorical.from_codes(codes, categories=names)
 
     size = d["msg_size_bytes"].cat
     sizes = pd.to_numeric(pd.Series(size.categories.astype(str))).to_numpy(np.int64)
@@ -306,6 +319,7 @@ def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
                         "node_a": cat(np.minimum(hc, pc)), "node_b": cat(np.maximum(hc, pc)),
                         "host": cat(hc), "peer": cat(pc), "value": value,
                         "status": d["status"], "error": d["error"]})
+    del d, hc, pc
     for c in ("layer", "test", "variant", "status", "error"):
         out[c] = out[c].cat.remove_unused_categories()
     out["metric"] = out["metric"].cat.remove_unused_categories()
@@ -549,12 +563,40 @@ GROUP = ["layer", "test", "variant", "msg_size_bytes", "metric"]
 
 def analyse_links(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
                   z: float = DEFAULT_Z) -> list[tuple[dict, pd.DataFrame, Verdict]]:
-    """detect() for every (layer, test, variant, size) of a scan's links."""
+    """detect() for every (layer, test, variant, size) of a scan's links: [(key, links of
+    that group (the columns detect and matrix read), verdict)], by key."""
     out = []
-    for k, g in lk.groupby(GROUP, sort=True, observed=True):
-        key = dict(zip(GROUP, k, strict=True))
+    for key, idx in _groups(lk):
+        g = pd.DataFrame({c: lk[c].array.take(idx) for c in GROUP_READS})
         out.append((key, g, detect(g, tolerance, z)))
     return out
+
+
+GROUP_READS = ["node_a", "node_b", "value", "status", "metric", "higher_is_better"]
+
+
+def _groups(lk: pd.DataFrame) -> list[tuple[dict, np.ndarray]]:
+    """(key, row positions) of each GROUP of lk, sorted by key: the columns' codes
+    (pd.factorize: a categorical's own) combined into one small integer per row, instead
+    of a group-by over tens of millions of rows that copies every column."""
+    codes, uniques = [], []
+    for c in GROUP:
+        cd, un = pd.factorize(lk[c])
+        codes.append(cd)
+        uniques.append(un)
+    key = np.zeros(len(lk), dtype=np.int64)
+    for cd, un in zip(codes, uniques, strict=True):
+        key = key * (len(un) + 1) + cd + 1
+    del codes
+    out = []
+    for kv in np.flatnonzero(np.bincount(key)) if len(key) else []:
+        vals, r = {}, int(kv)
+        for c, un in reversed(list(zip(GROUP, uniques, strict=True))):
+            r, digit = divmod(r, len(un) + 1)
+            x = un[digit - 1] if digit else ""
+            vals[c] = int(x) if c == "msg_size_bytes" else str(x)
+        out.append(({c: vals[c] for c in GROUP}, np.flatnonzero(key == kv)))
+    return sorted(out, key=lambda x: tuple(x[0].values()))
 
 
 def analyse(df: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
