@@ -118,3 +118,31 @@ def test_without_pyarrow_only_the_csv(scan: Path, tmp_path: Path,
     out = fabricout.write_outputs(run)
     assert all(v["matrix_parquet"] is None for v in out["verdicts"])
     assert not list(run.glob("*.parquet")) and len(list(run.glob("*-matrix.csv"))) == 4
+
+
+def test_big_csvs_by_pyarrow_read_back_as_by_pandas(tmp_path: Path) -> None:
+    """write_frame's pyarrow path (the links and matrices) writes what pandas' to_csv
+    writes: the same cells read back, booleans True/False, missing values empty; a cell
+    that needs quotes (an error text with a comma) sends the file to pandas' writer."""
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (scripts/install-deps)")
+    from pairbench.present.fabricout import write_frame
+
+    df = pd.DataFrame({"node_a": pd.Categorical(["b", "a", None, "b"]),
+                       "value": [85.0, float("nan"), 0.1234567, 1e-7],
+                       "suspect": [True, False, False, True],
+                       "n": np.array([1, 2, 3, 4], dtype=np.int64),
+                       "error": pd.Categorical(["", "x", "", ""])})
+    write_frame(tmp_path / "a.csv", df)
+    df.to_csv(tmp_path / "p.csv", index=False)
+    a, p = (tmp_path / "a.csv").read_text(), (tmp_path / "p.csv").read_text()
+    assert a.splitlines()[0] == "node_a,value,suspect,n,error"
+    assert a.splitlines()[1] == "b,85,True,1,"  # pandas: 85.0
+    # the only differences in the text: a whole float and an exponent's zero
+    assert a.replace("85,", "85.0,").replace("e-7", "e-07") == p
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a.csv"),
+                                  pd.read_csv(tmp_path / "p.csv"))
+    df["error"] = pd.Categorical(["", "a, b", "", ""])
+    write_frame(tmp_path / "q.csv", df)
+    df.to_csv(tmp_path / "pq.csv", index=False)
+    assert (tmp_path / "q.csv").read_text() == (tmp_path / "pq.csv").read_text()
+    assert '"a, b"' in (tmp_path / "q.csv").read_text()

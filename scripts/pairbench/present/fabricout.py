@@ -321,10 +321,48 @@ def matrix_long(g: pd.DataFrame, v: Verdict, topo: Topology | None = None) -> pd
 
 def write_frame(path: Path, df: pd.DataFrame) -> None:
     """A frame as CSV, streamed to a temporary file renamed over path (readers see the old
-    or the new file): millions of rows are never one string in memory."""
+    or the new file): millions of rows are never one string in memory. With pyarrow its
+    CSV writer does it (4-6 times faster than pandas' at 2 million links, the same text
+    except that floats are written in their shortest form: 85 not 85.0, 1e-7 not 1e-07 —
+    the same numbers read back); a value that would need quoting
+    (an error text with a comma) sends the file to pandas' writer."""
     tmp = path.with_name(path.name + ".tmp")
-    df.to_csv(tmp, index=False, chunksize=500_000)
+    if not has_parquet() or not _arrow_csv(tmp, df):
+        df.to_csv(tmp, index=False, chunksize=500_000)
     os.replace(tmp, path)
+
+
+ARROW_CSV_ROWS = 1_000_000  # rows converted at a time (their strings, not the frame's)
+
+
+def _arrow_csv(path: Path, df: pd.DataFrame) -> bool:
+    """df as CSV by pyarrow, in slices of ARROW_CSV_ROWS: cells unquoted, missing values
+    empty, booleans True/False (as pandas writes them); False (and nothing written that
+    stays) when a cell would need quotes."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    def column(s: pd.Series) -> pa.Array:
+        if s.dtype == bool:
+            return pa.array(np.where(s.to_numpy(), "True", "False"))
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            cats = pa.array(s.cat.categories.astype(str).to_numpy(dtype=object))
+            codes = s.cat.codes.to_numpy()
+            return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes == -1),
+                                                  cats).cast(pa.string())
+        return pa.array(s.to_numpy(), from_pandas=True)
+
+    opts = pacsv.WriteOptions(include_header=False, quoting_style="none")
+    try:
+        with open(path, "wb") as f:
+            f.write((",".join(map(str, df.columns)) + "\n").encode())
+            for at in range(0, len(df), ARROW_CSV_ROWS):
+                part = df.iloc[at:at + ARROW_CSV_ROWS]
+                t = pa.table({str(c): column(part[c]) for c in df.columns})
+                pacsv.write_csv(t, f, write_options=opts)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+    return True
 
 
 def has_parquet() -> bool:
