@@ -48,7 +48,14 @@ from pairbench.runner.launchers.base import Side
 from pairbench.runner.plan import Point, SweepConfig, plan_point
 from pairbench.runner.run import PointResult, run_point
 from pairbench.runner.rundir import new_run_dir, now_iso, repo_root
-from pairbench.runner.scanrows import PartScan, error_line, part_lines, scan_part, write_data_csv
+from pairbench.runner.scanrows import (
+    PartScan,
+    error_line,
+    part_lines,
+    scan_part,
+    whole_part,
+    write_data_csv,
+)
 from pairbench.runner.schedule import round_links, scan_pattern, total_rounds, tournament
 
 
@@ -326,6 +333,7 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             if res.ok:
                 complete = set(ps.order)  # exited 0: every round it ran is its final word
             part.update(status="ok" if res.ok else "failed", complete=_ranges(complete),
+                        rows=ps.rows,
                         exit_codes=res.exit_codes, timed_out=res.timed_out,
                         elapsed_s=round(res.elapsed_s, 3),
                         reason=None if res.ok else failure_reason(res, run_dir))
@@ -381,7 +389,10 @@ def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
                     owner[r] = i
             for i, p in enumerate(js["parts"]):
                 mine = {r for r, o in owner.items() if o == i}
-                yield part_lines(run_dir / p["csv"], mine), run_id, rep
+                whole = (p.get("status") == "ok" and "rows" in p
+                         and mine == _unranges(p["complete"])
+                         and whole_part(run_dir / p["csv"], p["rows"]))
+                yield whole or part_lines(run_dir / p["csv"], mine), run_id, rep
                 drop = [pos[h] for h in p["dropped"]]
                 if drop:
                     extra = []
