@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # mpi_env, also under 
 import itertools
 
 import rowcheck
-from mpi_env import env_for_mpi, shm_segments
+from mpi_env import env_for_mpi, run_in_own_ipc_namespace, shm_segments
 
 from pairbench.contract import testtable
 from pairbench.errors import UsageError
@@ -463,4 +463,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_in_own_ipc_namespace(main, "mpi_check"))

@@ -1,9 +1,15 @@
-"""What the MPI checkers (mpi_check.py, mpi_faults.py) both need: the environment
-mpirun runs in, and the System V segments that exist (stdlib only)."""
+"""What the MPI checkers (mpi_check.py, mpi_faults.py, pattern_check.py, golden.py) need: the
+environment mpirun runs in, the System V segments that exist, and a System V IPC namespace
+of their own (stdlib only)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
+from collections.abc import Callable
+
+CLONE_NEWIPC = 0x08000000  # <sched.h>
 
 
 def env_for_mpi() -> dict:
@@ -28,3 +34,29 @@ def shm_segments() -> dict:
             p = line.split()
             out[int(p[1])] = (int(p[4]), int(p[2], 8), int(p[6]))
     return out
+
+
+def enter_own_ipc_namespace() -> bool:
+    """Move this process (and every process it starts from now on) into a new, empty System V
+    IPC namespace: unshare(CLONE_NEWIPC), which needs root. Then every segment this process
+    sees is one its own jobs made, so checks that run side by side (ctest -j, pytest -n) do
+    not see each other's segments. False (nothing changed) where that is not allowed."""
+    if os.geteuid() != 0:
+        return False
+    return ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWIPC) == 0
+
+
+def run_in_own_ipc_namespace(main: Callable[[], int], who: str) -> int:
+    """main() in an IPC namespace of its own (where allowed); when it returns, every segment
+    still there is one its jobs left behind: a leak, which fails a check that passed.
+    A skip (77) stays a skip."""
+    own = enter_own_ipc_namespace()
+    rc = main()
+    if own and rc in (0, 1):
+        left = shm_segments()
+        for shmid, (cpid, mode, nattch) in sorted(left.items()):
+            print(f"FAIL: {who}: shm segment {shmid} (creator pid {cpid}, mode {mode:o}, "
+                  f"nattch {nattch}) left in the check's own IPC namespace", file=sys.stderr)
+        if left:
+            return 1
+    return rc

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # mpi_env, also under python3 -I
-from mpi_env import env_for_mpi, shm_segments
+from mpi_env import env_for_mpi, run_in_own_ipc_namespace, shm_segments
 
 SKIP = 77
 SHM_DEST = 0o1000  # mode bit of a segment marked IPC_RMID (ipcs: "dest")
@@ -452,4 +452,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_in_own_ipc_namespace(main, "mpi_faults"))

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # rowc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rowcheck
-from mpi_env import env_for_mpi
+from mpi_env import env_for_mpi, run_in_own_ipc_namespace
 
 from pairbench.contract import testtable
 from pairbench.runner.schedule import tournament
@@ -34,7 +34,7 @@ TABLE = testtable.load_snapshot()["mpi"]
 # Namespaces of their own: runs beside the two-node tests' pbn-* without a clash.
 # (PB_NETNS_PREFIX/PB_NETNS_NET in the environment override them, for runs side by side.)
 NETNS_ENV = {"PB_NETNS_PREFIX": os.environ.get("PB_NETNS_PREFIX", "pbk"),
-             "PB_NETNS_NET": os.environ.get("PB_NETNS_NET", "10.214.0")}
+             "PB_NETNS_NET": os.environ.get("PB_NETNS_NET", "10.219.0")}
 
 
 def expected(pattern: str, k: int, r: int) -> Counter:
@@ -134,4 +134,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_in_own_ipc_namespace(main, "pattern_check"))

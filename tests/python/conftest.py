@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,33 @@ FAKE = HERE / "fake_pairbench.py"
 FAKE_RIG = HERE / "fake_rig.py"
 FAKE_SSH = HERE / "fake_ssh.py"
 
-for _p in (SCRIPTS, REPO / "tests" / "support"):  # the driver; rowcheck
+# the driver; rowcheck; mpi_env (stdlib: the MPI checkers and the segment list)
+for _p in (SCRIPTS, REPO / "tests" / "support", REPO / "tests" / "mpi"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
+
+from mpi_env import enter_own_ipc_namespace, shm_segments  # noqa: E402
+
+OWN_IPC = False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest process (each xdist worker) in a System V IPC namespace of its own, before
+    any test: the leak checks of tests running side by side (pytest -n) then cannot see each
+    other's segments, and what is left at the end is this process's tests' (see below)."""
+    global OWN_IPC
+    OWN_IPC = enter_own_ipc_namespace()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_segment_left_in_own_ipc_namespace() -> Iterator[None]:
+    """After the last test of this process: a segment still in its own namespace was left by
+    one of its tests (it would vanish with the namespace, unseen by test-all's last stage)."""
+    yield
+    if OWN_IPC:
+        left = shm_segments()
+        assert not left, ("System V segments left in this pytest process's own IPC namespace "
+                          f"(shmid: (creator pid, mode, nattch)): {left}")
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,

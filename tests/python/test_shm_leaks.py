@@ -14,8 +14,11 @@ from pathlib import Path
 
 import faultlib  # noqa: F401  puts tests/mpi (mpi_env) on sys.path
 import pytest
+from mpi_env import shm_segments
 
-from conftest import SCRIPTS
+from conftest import REPO, SCRIPTS
+
+HERE_CONFTEST = Path(__file__).resolve().parent / "conftest.py"
 
 SHM_LEAKS = SCRIPTS / "shm-leaks"
 # A process that creates a private 4 KiB segment, prints its id, then waits for stdin to close
@@ -163,3 +166,68 @@ def test_mpi_checkers_segment_list_fails_when_unreadable(content: str | None, tm
         mpi_env.shm_segments()
     monkeypatch.undo()
     assert isinstance(mpi_env.shm_segments(), dict)  # the real list still reads
+
+
+# A check (an MPI checker's main, a pytest process) whose job leaves a segment: the segment
+# is made by a child process that exits at once, as a crashed node leader would leave it.
+LEAKING_MAIN = """
+import subprocess, sys
+sys.path.insert(0, sys.argv[1])
+import mpi_env
+
+def main():
+    if sys.argv[2] != "clean":
+        subprocess.run([sys.executable, "-c", sys.argv[3], "leak"], check=True)
+    return {"clean": 0, "leak": 0, "skip": 77}[sys.argv[2]]
+
+sys.exit(mpi_env.run_in_own_ipc_namespace(main, "the check"))
+"""
+
+
+@pytest.mark.skipif(not unshare_ok("--ipc"), reason="needs root and unshare --ipc")
+@pytest.mark.parametrize(("mode", "rc"), [("clean", 0), ("leak", 1), ("skip", 77)])
+def test_mpi_checker_in_its_own_namespace_fails_on_its_own_leak(mode: str, rc: int) -> None:
+    """tests/mpi's checkers run in an IPC namespace of their own (ctest -j runs them side by
+    side): a segment their job leaves turns a pass into a failure naming it; a skip stays
+    one; and the segment is not seen outside (it goes with the namespace)."""
+    before = set(shm_segments())
+    p = subprocess.run([sys.executable, "-c", LEAKING_MAIN, str(REPO / "tests" / "mpi"), mode,
+                        MAKE_SEGMENT], capture_output=True, text=True, timeout=60)
+    assert p.returncode == rc, (p.stdout, p.stderr)
+    if mode == "leak":
+        assert "FAIL: the check: shm segment" in p.stderr, p.stderr
+        assert "left in the check's own IPC namespace" in p.stderr, p.stderr
+    else:
+        assert "FAIL" not in p.stderr, p.stderr
+    assert set(shm_segments()) == before
+
+
+@pytest.mark.skipif(not unshare_ok("--ipc"), reason="needs root and unshare --ipc")
+def test_pytest_process_in_its_own_namespace_fails_on_a_leak(tmp_path: Path) -> None:
+    """Each pytest process of the driver tests (each xdist worker) has an IPC namespace of its
+    own; a segment one of its tests leaves fails the run at the end, naming it."""
+    (tmp_path / "conftest.py").write_text(
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('pb_conftest', {str(HERE_CONFTEST)!r})\n"
+        "mod = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(mod)\n"
+        "pytest_configure = mod.pytest_configure\n"
+        "no_segment_left_in_own_ipc_namespace = mod.no_segment_left_in_own_ipc_namespace\n")
+    (tmp_path / "test_leaky.py").write_text(
+        "import subprocess, sys\n"
+        f"MAKE = {MAKE_SEGMENT!r}\n"
+        "def test_clean():\n    pass\n"
+        "def test_leaks():\n"
+        "    subprocess.run([sys.executable, '-c', MAKE, 'leak'], check=True)\n")
+    before = set(shm_segments())
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        str(tmp_path)], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert p.returncode == 1, p.stdout
+    assert "2 passed, 1 error" in p.stdout, p.stdout
+    assert "System V segments left in this pytest process's own IPC namespace" in p.stdout
+    assert set(shm_segments()) == before
+    (tmp_path / "test_leaky.py").write_text("def test_clean():\n    pass\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        str(tmp_path)], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert p.returncode == 0, p.stdout
