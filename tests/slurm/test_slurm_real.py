@@ -315,7 +315,7 @@ def test_srun_without_pmix_fails_as_an_error_row(cluster: dict, tmp_path: Path) 
 
 def test_run_propagates_exit_code() -> None:
     """`run` on another prefix: the command's exit code comes back, all is gone after."""
-    env = {**os.environ, "PB_NETNS_PREFIX": "pbu", "PB_NETNS_NET": "10.216.0",
+    env = {**os.environ, "PB_NETNS_PREFIX": "pbu", "PB_NETNS_NET": "10.217.0",
            "PB_SLURM_PORT": "6947"}
     proc = subprocess.run([str(SLURM), "run", "--", "sh", "-c",
                            'srun -N2 -n2 true && test -n "$SLURM_CONF" && exit 3'],
