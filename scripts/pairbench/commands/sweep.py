@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 
-from pairbench.analysis.decide import Decider
 from pairbench.contract.sizes import SIZE_LIST_RULE
 from pairbench.contract.testtable import LAYERS
 from pairbench.runner import launchers
@@ -71,5 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run_sweep(ns: argparse.Namespace) -> int:
     """The CLI shell of `pairbench sweep`."""
     opts = SweepOptions.from_namespace(ns)
-    decide = Decider(opts.auto) if opts.auto is not None else None  # bad files: exit 2 now
+    decide = None
+    if opts.auto is not None:  # bad files: exit 2 now. Imported here: the statistics (scipy)
+        from pairbench.analysis.decide import Decider  # cost ~1 s of CPU per sweep otherwise
+
+        decide = Decider(opts.auto)
     return sweep_to_dir(opts, decide)[0]
