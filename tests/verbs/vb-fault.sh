@@ -30,9 +30,25 @@ cm=${PB_CM:-rdma_cm}
 common+=(--cm "$cm")
 shm_before=$(ipcs -m | grep -c '^0x' || true)
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+# Times in microseconds from bash's own clock: no date/awk process per look (in the
+# software-emulated VM every process start costs a good part of a second).
+now() { echo "${EPOCHREALTIME//[!0-9]/}"; }
+us_of() { # decimal seconds (3, 2.5) -> microseconds
+    local s=${1%%.*} f=
+    [ "$s" = "$1" ] || f=${1#*.}
+    f=${f}000000
+    echo $(( 10#${s:-0} * 1000000 + 10#${f:0:6} ))
+}
+elapsed() { # t0 (from now) -> seconds since, one decimal
+    local d=$(( ${EPOCHREALTIME//[!0-9]/} - $1 ))
+    printf '%d.%d' $(( d / 1000000 )) $(( d % 1000000 / 100000 ))
+}
+le() { [ "$(us_of "$1")" -le "$(us_of "$2")" ]; }
+# A sleep without a process: read with a timeout on a pipe nobody writes to.
+exec {nap_fd}<> <(:)
+nap() { read -r -t "$1" -u "$nap_fd" _ || true; }
+# stdlib-only helpers: -I -S, without the venv's site (~1 s per start in the emulated VM)
+py() { python3 -I -S "$@"; }
 
 # Start the launcher in the background: $lpid, stderr in $work/e (or $2).
 start() { # out-csv args...
@@ -43,25 +59,27 @@ start() { # out-csv args...
 # Wait until the launcher has N workers; prints them sorted (member order). The
 # short-lived device probe child ("pbv-probe") is not one; a list counts once stable.
 workers() { # n
-    local kids="" prev=""
-    for _ in $(seq 200); do
-        kids=$(for k in $(cat "/proc/$lpid/task/$lpid/children" 2>/dev/null); do
-                   [ "$(cat "/proc/$k/comm" 2>/dev/null)" = pairbench-verbs ] && echo "$k"; done | sort -n)
-        if [ "$(printf '%s\n' "$kids" | grep -c .)" -ge "$1" ] && [ "$kids" = "$prev" ]; then
-            printf '%s\n' "$kids"; return 0
+    local kids=() prev="" k comm list=""
+    for _ in {1..200}; do
+        kids=()
+        read -r list < "/proc/$lpid/task/$lpid/children" 2>/dev/null || true
+        for k in $list; do
+            read -r comm < "/proc/$k/comm" 2>/dev/null && [ "$comm" = pairbench-verbs ] && kids+=("$k")
+        done
+        if [ "${#kids[@]}" -ge "$1" ] && [ "${kids[*]}" = "$prev" ]; then
+            printf '%s\n' "${kids[@]}" | sort -n; return 0
         fi
-        prev=$kids
-        sleep 0.1
+        prev=${kids[*]}
+        nap 0.1
     done
     fail "the launcher never had $1 workers"
 }
 # Wait for the launcher to end within BOUND seconds (from T0); sets rc and took.
 finish() { # t0 bound
-    for _ in $(seq $(( ${2%.*} * 20 + 20 ))); do
-        kill -0 "$lpid" 2>/dev/null || break
-        le "$(elapsed "$1")" "$2" || break
-        sleep 0.05
-    done
+    local left=$(( $1 + $(us_of "$2") - ${EPOCHREALTIME//[!0-9]/} ))
+    # tail --pid ends when the launcher does (it looks every 0.05 s); timeout at the bound
+    [ "$left" -le 0 ] || timeout "$(( left / 1000000 )).$(printf '%06d' $(( left % 1000000 )))" \
+        tail --pid="$lpid" -s 0.05 -f /dev/null 2>/dev/null
     took=$(elapsed "$1")
     if kill -0 "$lpid" 2>/dev/null; then
         kill -9 -- "$lpid" $(pgrep -P "$lpid") 2>/dev/null
@@ -86,7 +104,7 @@ stream_n() { # timeout test args...
     local t=$1; shift
     "$bin" "${common[@]}" --loopback -p $(( port + 1 )) --test "$1" -w 0 -n 3000 "${@:2}" -o "$work/cal.csv" 2>"$work/e" ||
         fail "calibration run of $1 failed"
-    python3 - "$work/cal.csv" "$t" <<'PY'
+    py - "$work/cal.csv" "$t" <<'PY'
 import csv, math, sys
 row = next(r for r in csv.DictReader(open(sys.argv[1])) if r["pair_id"] == "0")
 per = float(row["duration_s"]) / int(row["iterations"])
@@ -95,7 +113,7 @@ PY
 }
 # The timed window of pair 0 (CSV) must exceed --timeout, or the case proved nothing.
 window() { # csv timeout
-    local w; w=$(python3 -c 'import csv,sys; print(next(r for r in csv.DictReader(open(sys.argv[1])) if r["pair_id"] == "0")["duration_s"])' "$1")
+    local w; w=$(py -c 'import csv,sys; print(next(r for r in csv.DictReader(open(sys.argv[1])) if r["pair_id"] == "0")["duration_s"])' "$1")
     info "timed window $w s with --timeout $2 s"
     le "$2" "$w" || fail "the stream ($w s) was not longer than --timeout $2: the case proves nothing (machine faster than its calibration?)"
 }
@@ -190,20 +208,21 @@ long-stream)       # class 3: streams several times longer than --timeout pass (
     rc=$?; expect_rc 0; window "$work/o.csv" 1
     ;;
 long-stream-remote) # class 3 across two launchers: read_lat's passive server sees progress only through its peeks
-    n=$(stream_n 3 read_lat -s 8); info "read_lat: $n iterations for a stream of ~9 s"
-    "$bin" "${common[@]}" --server -p $port --test read_lat -s 8 -w 0 -n "$n" -o "$work/s.csv" 2>"$work/s.err" &
+    # --timeout 1 (as long-stream): a stream of ~3 s is three deadlines long
+    n=$(stream_n 1 read_lat -s 8); info "read_lat: $n iterations for a stream of ~3 s"
+    "$bin" "${common[@]}" --timeout 1 --server -p $port --test read_lat -s 8 -w 0 -n "$n" -o "$work/s.csv" 2>"$work/s.err" &
     spid=$!; pids+=("$spid")
-    "$bin" "${common[@]}" --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n "$n" -o "$work/o.csv" 2>"$work/e"
+    "$bin" "${common[@]}" --timeout 1 --connect "$ip" -p $port --test read_lat -s 8 -w 0 -n "$n" -o "$work/o.csv" 2>"$work/e"
     rc=$?; wait "$spid"; src=$?
     cat "$work/s.err" >> "$work/e"
     expect_rc 0
     [ "$src" -eq 0 ] || fail "server exit $src"
-    window "$work/o.csv" $T
+    window "$work/o.csv" 1
     ;;
 sigterm|sighup|sigint) # a signal to the main PID only: forwarded, error rows for the rest, exit 128+N
     sig=${case_#sig}; sig=${sig^^}
     start "$work/o.csv" --loopback -p $port --test write_lat -s 1,2,4,8,16,32 -D 1 --pairs 2
-    for _ in $(seq 200); do grep -q ',ok,' "$work/o.csv" 2>/dev/null && break; sleep 0.05; done
+    for _ in $(seq 200); do grep -q ',ok,' "$work/o.csv" 2>/dev/null && break; nap 0.05; done
     t0=$(now); kill -"$sig" "$lpid"
     finish "$t0" 5
     want=$(( 128 + $(kill -l "$sig") ))
@@ -232,7 +251,7 @@ stray-rping|stray-perftest|stray-tcp) # a stranger connects first: rejected, one
     else
         timeout 5 ib_write_lat -R -p $port -n 5 "$ip" >/dev/null 2>&1
     fi
-    for _ in $(seq 100); do grep -q "rejected a connection" "$work/s.err" && break; sleep 0.05; done
+    for _ in $(seq 100); do grep -q "rejected a connection" "$work/s.err" && break; nap 0.05; done
     "$bin" "${common[@]}" --timeout 20 --connect "$ip" -p $port --test write_lat -s 8 -n 20 -o "$work/o.csv" 2>"$work/e"
     rc=$?; wait "$spid"; src=$?
     cat "$work/s.err" >> "$work/e"

@@ -16,6 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 me="vb-multidev $case_"
 fail() { echo "$me: FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d) || fail "mktemp"
+# stdlib-only helpers: -I -S, without the venv's site (~1 s per start in the emulated VM)
+py() { python3 -I -S "$@"; }
 trap 'rm -rf "$work"' EXIT
 
 IFS=, read -r -a devs <<<"${PB_RDMA_DEVICES:-}"
@@ -33,9 +35,9 @@ rows)
     sizes=1,4096,65536
     timeout 240 "$bin" "${common[@]}" -q -d all --test "$test" --pairs "$pairs" -s $sizes -n $n -w 3 \
         -o "$work/rows.csv" --env-json "$work/env.json" || fail "$test pairs=$pairs -d all exited $?"
-    python3 "$here/check_rows.py" --binary "$bin" --csv "$work/rows.csv" --test "$test" --pairs "$pairs" \
+    py "$here/check_rows.py" --binary "$bin" --csv "$work/rows.csv" --test "$test" --pairs "$pairs" \
         --sizes $sizes || fail "rows of $test pairs=$pairs"
-    python3 - "$work/rows.csv" "$work/env.json" "$pairs" "${PB_RDMA_DEVICES}" <<'EOF' || fail "device columns of $test pairs=$pairs"
+    py - "$work/rows.csv" "$work/env.json" "$pairs" "${PB_RDMA_DEVICES}" <<'EOF' || fail "device columns of $test pairs=$pairs"
 import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 env = json.load(open(sys.argv[2]))
@@ -90,7 +92,7 @@ validate)
 pairdev)
     timeout 120 "$bin" "${common[@]}" -q --test write_lat --pairs 2 -s 8 -n 10 \
         --pair-devices "0:${devs[1]},1:${devs[0]}" -o "$work/p.csv" || fail "--pair-devices exited $?"
-    got=$(python3 -c 'import csv,sys; print(" ".join(r["pair_id"]+"="+r["device"]+":"+r["scope"] for r in csv.DictReader(open(sys.argv[1]))))' "$work/p.csv")
+    got=$(py -c 'import csv,sys; print(" ".join(r["pair_id"]+"="+r["device"]+":"+r["scope"] for r in csv.DictReader(open(sys.argv[1]))))' "$work/p.csv")
     want="0=${devs[1]}:pair 1=${devs[0]}:pair all=${devs[1]}+${devs[0]}:all all=${devs[1]}:device all=${devs[0]}:device"
     [ "$got" = "$want" ] || fail "rows '$got', expected '$want'"
     ;;
