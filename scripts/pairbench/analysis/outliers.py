@@ -28,11 +28,14 @@ detect(links): the rule (docs/fabric.md), robust to the outliers themselves:
 Links of a suspect node below the threshold are reported under the node.
 
 Cost: O(rows) to find the links, O(links) to judge them — every step is a vectorised
-pandas/numpy operation (group-by medians, merges), never a filter of the whole frame per
-point or a Python loop over links; read_links() streams data.csv in chunks of typed
-columns, keeping only the aggregates and one (host, peer) per point and host (as
-categoricals). Measured in results/fabric-scale/: the whole driver path of a 1,024-node
-scan (4.2 million rows, 2.1 million links) in ~40 s under 1 GiB.
+pandas/numpy operation, never a filter of the whole frame per point or a Python loop over
+links; read_links() streams data.csv in chunks of typed columns. For an MPI scan
+(read_scan: the host list from metadata.json) it keeps only the scope=node rows, each
+one's peer derived from its round and the tournament (partner(), checked against every
+pair row); otherwise the aggregates and one (host, peer) per point and host. Node names
+travel as integer codes (categoricals of one sorted index: code order = name order)
+through detect, the matrix and the heatmap, and become text only where printed or
+written. Measured in results/fabric-scale/.
 """
 
 from __future__ import annotations
