@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # mpi_env, also under 
 import itertools
 
 import rowcheck
-from mpi_env import env_for_mpi, run_in_own_ipc_namespace, shm_segments
+from mpi_env import env_for_mpi, run_in_own_ipc_namespace, settled, shm_segments
 
 from pairbench.contract import testtable
 from pairbench.errors import UsageError
@@ -46,12 +46,13 @@ class Fail(Exception):
 
 
 def check_no_leak(before: dict) -> None:
-    """A segment created during the run whose creator is gone leaked."""
-    for shmid, (cpid, _mode, _nattch) in shm_segments().items():
-        if shmid in before:
-            continue
-        if not os.path.exists(f"/proc/{cpid}"):
-            raise Fail(f"shm segment {shmid} (creator pid {cpid}, exited) still exists: leaked")
+    """A segment created during the run whose creator is gone leaked (still there after
+    mpi_env.settled's bound: a just-ended job's ranks may still be detaching)."""
+    def gone_creators() -> list:
+        return [(shmid, cpid) for shmid, (cpid, _mode, _nattch) in shm_segments().items()
+                if shmid not in before and not os.path.exists(f"/proc/{cpid}")]
+    for shmid, cpid in settled(gone_creators):
+        raise Fail(f"shm segment {shmid} (creator pid {cpid}, exited) still exists: leaked")
 
 
 def launcher(a, np_: int) -> list:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import time
 from collections.abc import Callable
 
 CLONE_NEWIPC = 0x08000000  # <sched.h>
@@ -53,10 +54,23 @@ def run_in_own_ipc_namespace(main: Callable[[], int], who: str) -> int:
     own = enter_own_ipc_namespace()
     rc = main()
     if own and rc in (0, 1):
-        left = shm_segments()
+        left = settled(shm_segments)
         for shmid, (cpid, mode, nattch) in sorted(left.items()):
             print(f"FAIL: {who}: shm segment {shmid} (creator pid {cpid}, mode {mode:o}, "
                   f"nattch {nattch}) left in the check's own IPC namespace", file=sys.stderr)
         if left:
             return 1
     return rc
+
+
+def settled(look: Callable[[], dict | list], bound_s: float = 10.0) -> dict | list:
+    """look() until it finds nothing, for at most bound_s: what it finds at the end. A process
+    that was just killed can still be attached to its segment for a while on a loaded machine
+    (the segment is marked for removal and goes when its last process has exited), so a leak
+    is what is still there after the bound, not what a first look catches in passing."""
+    end = time.monotonic() + bound_s
+    found = look()
+    while found and time.monotonic() < end:
+        time.sleep(0.2)
+        found = look()
+    return found

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # mpi_env, also under python3 -I
-from mpi_env import env_for_mpi, run_in_own_ipc_namespace, shm_segments
+from mpi_env import env_for_mpi, run_in_own_ipc_namespace, settled, shm_segments
 
 SKIP = 77
 SHM_DEST = 0o1000  # mode bit of a segment marked IPC_RMID (ipcs: "dest")
@@ -126,14 +126,11 @@ class Job:
 
     def check_clean(self, what: str) -> None:
         """Nothing left: processes (zombies aside) and shm segments."""
-        end = time.monotonic() + 10
-        while with_marker(self.marker) and time.monotonic() < end:
-            time.sleep(0.2)
-        left = with_marker(self.marker)
+        left = settled(lambda: with_marker(self.marker))
         if left:
             self.kill_all()
             raise Fail(f"{what}: processes left: {left}")
-        bad = leaked(self.shm_before)
+        bad = settled(lambda: leaked(self.shm_before))
         if bad:
             raise Fail(f"{what}: shm segment(s) leaked: {bad}")
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -22,7 +22,7 @@ for _p in (SCRIPTS, REPO / "tests" / "support", REPO / "tests" / "mpi"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from mpi_env import enter_own_ipc_namespace, shm_segments  # noqa: E402
+from mpi_env import enter_own_ipc_namespace, settled, shm_segments  # noqa: E402
 
 OWN_IPC = False
 
@@ -41,7 +41,7 @@ def no_segment_left_in_own_ipc_namespace() -> Iterator[None]:
     one of its tests (it would vanish with the namespace, unseen by test-all's last stage)."""
     yield
     if OWN_IPC:
-        left = shm_segments()
+        left = settled(shm_segments)
         assert not left, ("System V segments left in this pytest process's own IPC namespace "
                           f"(shmid: (creator pid, mode, nattch)): {left}")
 

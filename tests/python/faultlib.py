@@ -64,16 +64,17 @@ def pid_alive(pid: int) -> bool:
 
 # The segment list the MPI checkers use (tests/mpi/mpi_env.py: stdlib, no pytest).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mpi"))
-from mpi_env import shm_segments  # noqa: E402  shmid -> (creator pid, mode, nattch)
+from mpi_env import settled, shm_segments  # noqa: E402  shmid -> (creator pid, mode, nattch)
 
 
 def leaked_shm(before: dict) -> list[str]:
-    """Segments created since `before` whose creator is gone: leaked (ipcs -m lines)."""
-    left = []
-    for shmid, (cpid, _mode, nattch) in shm_segments().items():
-        if shmid not in before and not pid_alive(cpid):
-            left.append(f"shmid {shmid} creator {cpid} nattch {nattch}")
-    return left
+    """Segments created since `before` whose creator is gone: leaked (ipcs -m lines), once
+    mpi_env.settled's bound has passed (a just-killed rank may still be detaching)."""
+    def look() -> list[str]:
+        return [f"shmid {shmid} creator {cpid} nattch {nattch}"
+                for shmid, (cpid, _mode, nattch) in shm_segments().items()
+                if shmid not in before and not pid_alive(cpid)]
+    return settled(look)
 
 
 def ipcs_m() -> str:
