@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One timed fresh-clone run of the suite, as CI runs it: clone HEAD of this checkout into a
+# temporary directory, `CI=true scripts/test-all </dev/null` there, the load average sampled
+# every 30 s beside it. Writes OUT/<time>-<commit>/{machine.txt,load.txt,summary.txt,test-all.log}.
+# usage: results/test-all-time/run.sh [OUT]   (default: results/test-all-time)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+out_root=${1:-$repo/results/test-all-time}
+commit=$(git -C "$repo" rev-parse --short HEAD)
+out="$out_root/$(date -u +%Y%m%d-%H%M%S)-$commit"
+mkdir -p "$out"
+clone=$(mktemp -d /tmp/pb-timed-XXXXXX)
+trap 'kill "$sampler" 2>/dev/null; rm -rf "$clone"' EXIT
+git clone -q "$repo" "$clone/repo"
+{
+	echo "commit: $(git -C "$repo" rev-parse HEAD)"
+	echo "date (UTC): $(date -u '+%F %T')"
+	echo "cpus: $(nproc); model: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+	echo "kernel: $(uname -r); os: $(. /etc/os-release && echo "$PRETTY_NAME")"
+	echo "other qemu processes at the start: $(pgrep -c qemu-system || true)"
+	echo "load average at the start (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "command: cd <fresh clone> && CI=true scripts/test-all </dev/null"
+} >"$out/machine.txt"
+(while :; do echo "$(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 30; done) >"$out/load.txt" &
+sampler=$!
+t0=$(date +%s)
+rc=0
+(cd "$clone/repo" && CI=true scripts/test-all </dev/null) >"$out/test-all.log" 2>&1 || rc=$?
+echo "wall: $(( $(date +%s) - t0 )) s; exit $rc" >>"$out/machine.txt"
+sed -n '/== pairbench test summary ==/,$p' "$out/test-all.log" >"$out/summary.txt"
+grep -h "host lane done\|vm run took" "$out/test-all.log" >>"$out/summary.txt" || true
+cat "$out/machine.txt" "$out/summary.txt"
+exit "$rc"
