@@ -1,6 +1,6 @@
 """Issue 24's real-executable acceptance point: `pairbench fabric` with the real
 pairbench-mpi and mpirun on K = 32 emulated nodes (scripts/netns-nodes --nodes 32, own
-prefix pbs, net 10.218.0; 1 rank per node), node7's link limited by tbf (20 Mbit/s: a bad
+prefix pbq, net 10.218.0; 1 rank per node), node7's link limited by tbf (20 Mbit/s: a bad
 cable at the node). The executable computes the tournament (--pattern scan), the hosts
 travel in a hostfile: every one of the 496 node pairs is measured exactly once, the rows
 are labelled scan:1..scan:31, and node7 is the only suspect and is confirmed by the
@@ -27,7 +27,7 @@ from conftest import REPO, cli
 MPI_BIN = Path(os.environ.get("PAIRBENCH_BIN_DIR", REPO / "build" / "bin")) / "pairbench-mpi"
 NETNS = REPO / "scripts" / "netns-nodes"
 K = 32
-ENV = {"PB_NETNS_PREFIX": "pbs", "PB_NETNS_NET": "10.218.0"}
+ENV = {"PB_NETNS_PREFIX": "pbq", "PB_NETNS_NET": "10.218.0"}
 HOSTS = ",".join(f"10.218.0.{i}" for i in range(1, K + 1))
 
 
