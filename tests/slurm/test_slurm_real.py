@@ -28,11 +28,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
-for _p in (SCRIPTS, REPO / "tests" / "support"):  # the driver; rowcheck
+for _p in (SCRIPTS, REPO / "tests" / "support", REPO / "tests" / "mpi"):  # + mpi_env
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
 import rowcheck  # noqa: E402
+from mpi_env import settled, shm_segments  # noqa: E402  shmid -> (creator pid, mode, nattch)
 
 from pairbench.contract import testtable  # noqa: E402
 from pairbench.contract.columns import COLUMNS  # noqa: E402
@@ -100,20 +101,12 @@ def namespaces() -> list[str]:
             if ln.split() and ln.split()[0].startswith(f"{PREFIX}-")]
 
 
-def shm_segments() -> dict[int, int]:
-    """System V shared-memory segments: shmid -> number of attached processes."""
-    with open("/proc/sysvipc/shm") as f:
-        head = f.readline().split()
-        rows = [dict(zip(head, ln.split(), strict=False)) for ln in f if ln.strip()]
-    return {int(r["shmid"]): int(r["nattch"]) for r in rows}
-
-
-def leaked_shm(before: dict[int, int]) -> list[int]:
+def leaked_shm(before: dict) -> list[int]:
     """New segments nobody is attached to: leaks. (A segment marked for removal vanishes at
     its last detach; one with processes attached belongs to a live process, and after
     `down` none of ours lives. Other users of this machine may create segments meanwhile.)"""
-    return [shmid for shmid, nattch in shm_segments().items()
-            if shmid not in before and nattch == 0]
+    return settled(lambda: [shmid for shmid, (_cpid, _mode, nattch) in shm_segments().items()
+                            if shmid not in before and nattch == 0])
 
 
 def client_env() -> dict[str, str]:
