@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,14 +49,56 @@ def no_segment_left_in_own_ipc_namespace() -> Iterator[None]:
                           f"(shmid: (creator pid, mode, nattch)): {left}")
 
 
+# Subcommands that only read files and write files and text: cli() runs them in this pytest
+# process (pairbench.cli.main with its stdout and stderr captured, the environment and working
+# directory of the call set around it), so pandas, scipy and matplotlib are imported once per
+# worker instead of once per call (~1 CPU-s each, ~100 calls). The ones that start processes,
+# handle signals or drive a browser (sweep, fabric, default, screenshot) run as a process, as
+# do the tests of process behaviour (closed stdout, signals: they call subprocess themselves).
+IN_PROCESS = frozenset({"compare", "accept", "noise", "show", "plot", "report"})
+
+
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
         timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run `python -m pairbench ARGS` as a user would (scripts/ on PYTHONPATH)."""
+    """Run `python -m pairbench ARGS` as a user would (scripts/ on PYTHONPATH); the
+    subcommands in IN_PROCESS in this process, with the same exit code and output."""
     full = dict(os.environ)
     full["PYTHONPATH"] = str(SCRIPTS)
     full.update(env or {})
+    if args and args[0] in IN_PROCESS:
+        return _cli_in_process(list(args), full, cwd)
     return subprocess.run([sys.executable, "-m", "pairbench", *args], capture_output=True,
                           text=True, env=full, cwd=cwd, timeout=timeout, check=False)
+
+
+def _cli_in_process(args: list[str], env: dict[str, str],
+                    cwd: Path | None) -> subprocess.CompletedProcess:
+    """pairbench.cli.main(args) as `python -m pairbench` would run it: its return value or
+    SystemExit code is the exit code, an exception escaping it is a traceback and exit 1."""
+    from pairbench import cli as pb_cli
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = pb_cli.main(args)
+            except SystemExit as e:
+                rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if not isinstance(e.code, int | None):
+                    print(e.code, file=sys.stderr)
+            except Exception:
+                traceback.print_exc()
+                rc = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["pairbench", *args], rc, out.getvalue(), err.getvalue())
 
 
 def assert_clean_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
