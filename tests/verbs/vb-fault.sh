@@ -47,8 +47,8 @@ le() { [ "$(us_of "$1")" -le "$(us_of "$2")" ]; }
 # A sleep without a process: read with a timeout on a pipe nobody writes to.
 exec {nap_fd}<> <(:)
 nap() { read -r -t "$1" -u "$nap_fd" _ || true; }
-# stdlib-only helpers: -I -S, without the venv's site (~1 s per start in the emulated VM)
-py() { python3 -I -S "$@"; }
+# py, check_rows (one checker process for the whole batch)
+. "$(dirname "$0")/vb-common.sh"
 
 # Start the launcher in the background: $lpid, stderr in $work/e (or $2).
 start() { # out-csv args...

@@ -16,8 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 me="vb-multidev $case_"
 fail() { echo "$me: FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d) || fail "mktemp"
-# stdlib-only helpers: -I -S, without the venv's site (~1 s per start in the emulated VM)
-py() { python3 -I -S "$@"; }
+# py, check_rows (one checker process for the whole batch)
+. "$(dirname "$0")/vb-common.sh"
 trap 'rm -rf "$work"' EXIT
 
 IFS=, read -r -a devs <<<"${PB_RDMA_DEVICES:-}"
@@ -35,44 +35,11 @@ rows)
     sizes=1,4096,65536
     timeout 240 "$bin" "${common[@]}" -q -d all --test "$test" --pairs "$pairs" -s $sizes -n $n -w 3 \
         -o "$work/rows.csv" --env-json "$work/env.json" || fail "$test pairs=$pairs -d all exited $?"
-    py "$here/check_rows.py" --binary "$bin" --csv "$work/rows.csv" --test "$test" --pairs "$pairs" \
-        --sizes $sizes || fail "rows of $test pairs=$pairs"
-    py - "$work/rows.csv" "$work/env.json" "$pairs" "${PB_RDMA_DEVICES}" <<'EOF' || fail "device columns of $test pairs=$pairs"
-import csv, json, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-env = json.load(open(sys.argv[2]))
-pairs, want = int(sys.argv[3]), sys.argv[4].split(",")
-bad = []
-for r in rows:
-    if r["pair_id"] != "all":
-        exp = want[int(r["pair_id"]) % len(want)]      # round-robin over -d all's devices
-        if (r["device"], r["peer_device"], r["port"]) != (exp, exp, "1") \
-                or not r["port_addr"].startswith("gid:"):
-            bad.append(f"pair {r['pair_id']}: device/peer/port/addr {r['device']}/"
-                       f"{r['peer_device']}/{r['port']}/{r['port_addr']}, expected {exp}")
-for size in sorted({r["msg_size_bytes"] for r in rows}):
-    point = [r for r in rows if r["msg_size_bytes"] == size]
-    node = [r for r in point if r["scope"] == "all"]
-    per_dev = sorted(r["device"] for r in point if r["scope"] == "device")
-    if len(node) != 1 or node[0]["device"] != "+".join(want):
-        bad.append(f"{size} B: node aggregate {[(r['pair_id'], r['device']) for r in node]}")
-    if per_dev != sorted(want):
-        bad.append(f"{size} B: device aggregates for {per_dev}, expected {sorted(want)}")
-names = [d["name"] for d in env.get("devices", [])]
-if names != want:
-    bad.append(f"--env-json devices {names}, expected {want}")
-for d in env.get("devices", []):
-    missing = [k for k in ("fw_ver", "pci_busid", "pcie_link_speed", "pcie_link_width",
-                           "numa_node", "port_addr") if k not in d]
-    if missing:
-        bad.append(f"--env-json device {d.get('name')}: no {missing}")
-placed = sorted({p.get("device") for p in env.get("placement", [])})
-if placed != sorted(want):
-    bad.append(f"--env-json placement devices {placed}, expected {sorted(want)}")
-for b in bad:
-    print("  " + b, file=sys.stderr)
-sys.exit(1 if bad else 0)
-EOF
+    # rows (rowcheck), then the device columns: pair p on device p mod 2, a node aggregate and one
+    # per device at every size, --env-json listing both (check_rows.py --devices)
+    check_rows --binary "$bin" --csv "$work/rows.csv" --test "$test" --pairs "$pairs" \
+        --sizes $sizes --devices "${PB_RDMA_DEVICES}" --env-json "$work/env.json" ||
+        fail "rows or device columns of $test pairs=$pairs"
     echo "$me: $test pairs=$pairs on ${PB_RDMA_DEVICES}: rows, device aggregates and env record OK" >&2
     ;;
 validate)

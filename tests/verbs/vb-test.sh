@@ -26,8 +26,8 @@ fail() { echo "$me: FAIL: $*" >&2; exit 1; }
 info() { echo "$me: $*" >&2; }
 dev=${PB_RDMA_DEVICE:-}
 work=$(mktemp -d) || fail "mktemp"
-# stdlib-only helpers: -I -S, without the venv's site (~1 s per start in the emulated VM)
-py() { python3 -I -S "$@"; }
+# py, check_rows (one checker process for the whole batch)
+. "$(dirname "$0")/vb-common.sh"
 trap 'rm -rf "$work"' EXIT
 
 need_device() {
@@ -59,7 +59,7 @@ rows)
         -n $n -w 3 -o "$out" "$@" || fail "$test pairs=$pairs exited $?"
     layout=(); prev=
     for a in "$@"; do [ "$prev" = --buffers ] && layout=(--buffers "$a"); prev=$a; done
-    py "$here/check_rows.py" --binary "$bin" --csv "$out" --test "$test" --pairs "$pairs" \
+    check_rows --binary "$bin" --csv "$out" --test "$test" --pairs "$pairs" \
         --sizes $sizes "${layout[@]}" || fail "rows of $test pairs=$pairs $*"
     ;;
 default)
@@ -69,7 +69,7 @@ default)
     out=$work/rows.csv
     timeout 240 "$bin" "${common[@]}" --loopback --test "$test" --pairs "$pairs" -s $sizes \
         -w 3 --lat-samples 200 -o "$out" "$@" || fail "$test pairs=$pairs (defaults) exited $?"
-    py "$here/check_rows.py" --binary "$bin" --csv "$out" --test "$test" --pairs "$pairs" \
+    check_rows --binary "$bin" --csv "$out" --test "$test" --pairs "$pairs" \
         --sizes $sizes --defaults --lat-samples 200 || fail "rows of $test pairs=$pairs at the defaults"
     ;;
 qps)
@@ -78,7 +78,7 @@ qps)
         for q in 1 8 64; do
             timeout 240 "$bin" "${common[@]}" --loopback --test $t --pairs 2 -s 8,4096 -n 20 -w 3 --qps $q \
                 -o "$work/q.csv" 2>"$work/q.err" || { rc=$?; cat "$work/q.err" >&2; fail "$t --qps $q exited $rc"; }
-            py "$here/check_rows.py" --binary "$bin" --csv "$work/q.csv" --test $t --pairs 2 \
+            check_rows --binary "$bin" --csv "$work/q.csv" --test $t --pairs 2 \
                 --sizes 8,4096 --qps $q || fail "rows of $t --qps $q"
         done
     done
