@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One timed fresh-clone run of the suite, as CI runs it: clone HEAD of this checkout into a
 # temporary directory, `CI=true scripts/test-all </dev/null` there, the load average sampled
-# every 30 s beside it. Writes OUT/<time>-<commit>/{machine.txt,load.txt,summary.txt,test-all.log}.
+# every 30 s beside it. Writes OUT/<time>-<commit>/{machine.txt,load.txt,summary.txt,test-all.log,
+# verbs-batch.junit.xml.gz}.
 # usage: results/test-all-time/run.sh [OUT]   (default: results/test-all-time)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,6 +29,9 @@ t0=$(date +%s)
 rc=0
 (cd "$clone/repo" && CI=true scripts/test-all </dev/null) >"$out/test-all.log" 2>&1 || rc=$?
 echo "wall: $(( $(date +%s) - t0 )) s; exit $rc" >>"$out/machine.txt"
+# each verbs test's time and output, passed ones too (tests/rig/in-rig-batch)
+gzip -c "$clone/repo/build/verbs-batch.junit.xml" >"$out/verbs-batch.junit.xml.gz" 2>/dev/null ||
+	rm -f "$out/verbs-batch.junit.xml.gz"
 sed -n '/== pairbench test summary ==/,$p' "$out/test-all.log" >"$out/summary.txt"
 grep -h "host lane done\|vm run took" "$out/test-all.log" >>"$out/summary.txt" || true
 cat "$out/machine.txt" "$out/summary.txt"
