@@ -29,6 +29,7 @@ common=(-d "$dev" --allow-oversubscribe --pin compact -q --timeout $T)
 cm=${PB_CM:-rdma_cm}
 common+=(--cm "$cm")
 shm_before=$(ipcs -m | grep -c '^0x' || true)
+t_case=${EPOCHREALTIME//[!0-9]/}
 
 # Times in microseconds from bash's own clock: no date/awk process per look (in the
 # software-emulated VM every process start costs a good part of a second).
@@ -132,13 +133,17 @@ stream_long() { # timeout n run-fn
 }
 # Nothing of ours left: processes, shm segments, QPs.
 leftovers() {
-    sleep 0.3
+    local n t
+    nap 0.3
+    t=$(now)
     if pgrep -x pairbench-verbs >/dev/null; then pgrep -ax pairbench-verbs >&2; fail "pairbench-verbs processes left behind"; fi
-    local n; n=$(ipcs -m | grep -c '^0x' || true)
+    n=$(ipcs -m | grep -c '^0x' || true)
     [ "$n" -le "$shm_before" ] || { ipcs -m >&2; fail "shared-memory segments left behind"; }
+    info "leftovers: processes and segments looked at in $(elapsed "$t") s"; t=$(now)
     if command -v rdma >/dev/null && rdma resource show qp 2>/dev/null | grep -q 'comm pairbench-verbs'; then
         rdma resource show qp >&2; fail "QPs of pairbench-verbs left behind"
     fi
+    info "leftovers: QPs looked at in $(elapsed "$t") s"
 }
 
 case $case_ in
@@ -314,6 +319,9 @@ gid-index)         # class 11: -x is checked against rdma_cm's GID: the same ind
     fail "unknown case"
     ;;
 esac
+t_left=$(now)
 leftovers
-info "PASS"
+# Where a slow case spent its time (the emulated device's clean-up of a killed process's
+# QPs has taken tens of seconds): the case itself, the leftovers check.
+info "PASS (case $(elapsed "$t_case") s, leftovers check $(elapsed "$t_left") s)"
 exit 0
