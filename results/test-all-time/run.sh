@@ -25,10 +25,15 @@ git clone -q "$repo" "$clone/repo"
 } >"$out/machine.txt"
 (while :; do echo "$(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 30; done) >"$out/load.txt" &
 sampler=$!
+# busy CPU time of the whole machine (all cores: /proc/stat, USER_HZ ticks) over the run
+cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+busy0=$(cpu_busy)
 t0=$(date +%s)
 rc=0
 (cd "$clone/repo" && CI=true scripts/test-all </dev/null) >"$out/test-all.log" 2>&1 || rc=$?
-echo "wall: $(( $(date +%s) - t0 )) s; exit $rc" >>"$out/machine.txt"
+wall=$(( $(date +%s) - t0 ))
+echo "wall: $wall s; exit $rc" >>"$out/machine.txt"
+echo "cpu busy over the run (whole machine, all processes): $(( ($(cpu_busy) - busy0) / $(getconf CLK_TCK) )) core-s of $(( wall * $(nproc) )) available" >>"$out/machine.txt"
 # each verbs test's time and output, passed ones too (tests/rig/in-rig-batch)
 gzip -c "$clone/repo/build/verbs-batch.junit.xml" >"$out/verbs-batch.junit.xml.gz" 2>/dev/null ||
 	rm -f "$out/verbs-batch.junit.xml.gz"
