@@ -23,10 +23,10 @@ static int mp_pattern_parse_nodes(const char *s, struct mp_pattern *p, char *err
 				 MP_PATTERN_MAX_LINKS);
 			return -EINVAL;
 		}
-		a = mp_num_parse(q, &q);
+		a = pb_num_parse(q, &q);
 		if (a < 0 || *q != '-')
 			goto bad;
-		b = mp_num_parse(q + 1, &q);
+		b = pb_num_parse(q + 1, &q);
 		if (b < 0 || (*q && *q != ','))
 			goto bad;
 		if (a == b) {
@@ -90,7 +90,7 @@ int mp_pattern_parse(const char *text, struct mp_pattern *p, char *err, size_t l
 	    !strncmp(text, "fanout:", 7)) {
 		const char *num = strchr(text, ':') + 1;
 
-		v = mp_num_parse(num, &end);
+		v = pb_num_parse(num, &end);
 		if (v < 0 || *end || (text[0] == 's' && v == 0)) {
 			snprintf(err, len, "--pattern %.200s: expected %s", text,
 				 text[0] == 's' ? "shift:S with an integer S >= 1" :
@@ -107,7 +107,7 @@ int mp_pattern_parse(const char *text, struct mp_pattern *p, char *err, size_t l
 	if (!strncmp(text, "scan", 4) && (!text[4] || text[4] == ':' || text[4] == ',')) {
 		p->kind = MP_PAT_SCAN;
 		snprintf(p->name, sizeof(p->name), "scan:%d", 1);
-		return mp_scan_parse(text + 4, &p->scan, err, len);
+		return pb_scan_parse(text + 4, &p->scan, err, len);
 	}
 	snprintf(err, len,
 		 "unknown --pattern '%.200s' (pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, nodes:A-B,..., scan[:F-L])",
@@ -231,7 +231,7 @@ static int mp_pattern_scan_pairs(const struct mp_pattern *p, int k, int r, struc
 		snprintf(err, len, "out of memory for the round's node pairs");
 		return -ENOMEM;
 	}
-	n = mp_scan_links(&p->scan, k, ab, k / 2 + 1);
+	n = pb_scan_links(&p->scan, k, ab, k / 2 + 1);
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < r; j++)
 			mp_pattern_add(o, ab[i][0], j, ab[i][1], j);
@@ -246,7 +246,7 @@ static int mp_pattern_scan_pairs(const struct mp_pattern *p, int k, int r, struc
 
 int mp_pattern_rounds(struct mp_pattern *p, int nodes, char *err, size_t len)
 {
-	int n = p->kind == MP_PAT_SCAN ? mp_scan_rounds(&p->scan, nodes, err, len) : 1;
+	int n = p->kind == MP_PAT_SCAN ? pb_scan_rounds(&p->scan, nodes, err, len) : 1;
 
 	p->n_rounds = n > 0 ? n : 0;
 	if (n > 0)

@@ -19,7 +19,7 @@
  *   nodes:a-b,c-d,...  exactly these node pairs (no node twice), slot j <-> slot j
  *                (one hand-written round; nodes numbered from 0)
  *   scan[:F[-L]][,skip=I,...]  rounds F..L of the fabric scan's round-robin
- *                tournament, computed here from the node count (mp_scan.h);
+ *                tournament, computed here from the node count (pb_scan.h);
  *                each round is its own pattern, named scan:R
  * A run may give several patterns separated by '/': they run one after the
  * other in the same job.
@@ -29,7 +29,7 @@
 
 #include <stddef.h>
 
-#include "mp_scan.h"
+#include "pb_scan.h"
 
 #define MP_PATTERN_MAX_LINKS 512
 #define MP_PATTERN_NAME_MAX 4096
@@ -44,7 +44,7 @@ struct mp_pattern {
 	int arg;                               /* shift: S; incast/fanout: target node */
 	int n_links;                           /* nodes: the node pairs */
 	int link[MP_PATTERN_MAX_LINKS][2];
-	struct mp_scan scan;                   /* scan: its rounds; scan.round is the one run */
+	struct pb_scan scan;                   /* scan: its rounds; scan.round is the one run */
 	int n_rounds;                          /* set by mp_pattern_rounds */
 	char name[MP_PATTERN_NAME_MAX];        /* canonical text: the rows' pattern column */
 };

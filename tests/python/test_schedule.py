@@ -58,7 +58,7 @@ def test_round_pattern_for_pairbench_mpi() -> None:
 
 @pytest.mark.parametrize("k", [*range(2, 18), 33, 64])
 def test_round_links_is_the_tournament_by_index(k: int) -> None:
-    """The C code's computation (mpi/mp_scan.c, mirrored by round_links) gives the
+    """The C code's computation (core/pb_scan.c, mirrored by round_links) gives the
     driver's tournament, round by round, pair by pair."""
     rounds = tournament(range(k))
     assert len(rounds) == total_rounds(k)

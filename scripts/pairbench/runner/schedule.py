@@ -9,7 +9,7 @@ K rounds of (K-1)/2 pairs. The first node of each pair is side A (it measures an
 one-way bandwidth tests, sends), chosen by a_first so every node is A in half of its
 pairs (within one).
 
-pairbench-mpi computes the same tournament itself (mpi/mp_scan.c, --pattern scan): the
+pairbench-mpi computes the same tournament itself (core/pb_scan.c, --pattern scan): the
 driver passes only `scan:FIRST-LAST[,skip=...]` (scan_pattern), never the rounds' text.
 round_links(k, r) is the C code's computation in Python, by node index (the simulator and
 the resume logic use it; tests check it against tournament()).

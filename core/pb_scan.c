@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The round-robin tournament of a fabric scan (pure functions, see mp_scan.h). */
-#include "mp_scan.h"
+/* The round-robin tournament of a fabric scan (pure functions, see pb_scan.h). */
+#include "pb_scan.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-long mp_num_parse(const char *s, const char **end)
+long pb_num_parse(const char *s, const char **end)
 {
 	char *e;
 	long v;
@@ -22,16 +22,16 @@ long mp_num_parse(const char *s, const char **end)
 	return v;
 }
 
-static int mp_scan_parse_skip(const char *q, struct mp_scan *s, char *err, size_t len)
+static int pb_scan_parse_skip(const char *q, struct pb_scan *s, char *err, size_t len)
 {
 	while (*q) {
-		long v = mp_num_parse(q, &q);
+		long v = pb_num_parse(q, &q);
 
 		if (v < 0 || (*q && *q != ',') || (*q == ',' && !q[1]))
 			return -EINVAL;
-		if (s->n_skip == MP_SCAN_MAX_SKIP) {
+		if (s->n_skip == PB_SCAN_MAX_SKIP) {
 			snprintf(err, len, "--pattern scan: more than %d skipped nodes",
-				 MP_SCAN_MAX_SKIP);
+				 PB_SCAN_MAX_SKIP);
 			return -E2BIG;
 		}
 		for (int i = 0; i < s->n_skip; i++) {
@@ -54,7 +54,7 @@ static int mp_scan_parse_skip(const char *q, struct mp_scan *s, char *err, size_
 	return s->n_skip ? 0 : -EINVAL;
 }
 
-int mp_scan_parse(const char *rest, struct mp_scan *s, char *err, size_t len)
+int pb_scan_parse(const char *rest, struct pb_scan *s, char *err, size_t len)
 {
 	const char *q = rest;
 	int rc;
@@ -62,10 +62,10 @@ int mp_scan_parse(const char *rest, struct mp_scan *s, char *err, size_t len)
 	memset(s, 0, sizeof(*s));
 	s->first = 1;
 	if (*q == ':') {
-		long f = mp_num_parse(q + 1, &q), l = f;
+		long f = pb_num_parse(q + 1, &q), l = f;
 
 		if (f >= 0 && *q == '-')
-			l = mp_num_parse(q + 1, &q);
+			l = pb_num_parse(q + 1, &q);
 		if (f < 1 || l < f)
 			goto bad;
 		s->first = (int)f;
@@ -75,7 +75,7 @@ int mp_scan_parse(const char *rest, struct mp_scan *s, char *err, size_t len)
 		return 0;
 	if (strncmp(q, ",skip=", 6))
 		goto bad;
-	rc = mp_scan_parse_skip(q + 6, s, err, len);
+	rc = pb_scan_parse_skip(q + 6, s, err, len);
 	if (rc == -E2BIG)
 		return -EINVAL;
 	if (!rc)
@@ -87,14 +87,14 @@ bad:
 	return -EINVAL;
 }
 
-int mp_scan_total(int k)
+int pb_scan_total(int k)
 {
 	return k % 2 ? k : k - 1;
 }
 
-int mp_scan_rounds(struct mp_scan *s, int nodes, char *err, size_t len)
+int pb_scan_rounds(struct pb_scan *s, int nodes, char *err, size_t len)
 {
-	int k = nodes + s->n_skip, total = mp_scan_total(k);
+	int k = nodes + s->n_skip, total = pb_scan_total(k);
 
 	if (nodes < 2) {
 		snprintf(err, len, "--pattern scan needs ranks on at least 2 nodes; the job has %d",
@@ -120,7 +120,7 @@ int mp_scan_rounds(struct mp_scan *s, int nodes, char *err, size_t len)
 	return s->last - s->first + 1;
 }
 
-static bool mp_scan_a_first(int a, int b, int k)
+static bool pb_scan_a_first(int a, int b, int k)
 {
 	int d = ((b - a) % k + k) % k;
 
@@ -128,7 +128,7 @@ static bool mp_scan_a_first(int a, int b, int k)
 }
 
 /* Job node at tournament position pos; -1 if pos is skipped or the odd-K placeholder. */
-static int mp_scan_job_node(const struct mp_scan *s, int k, int pos)
+static int pb_scan_job_node(const struct pb_scan *s, int k, int pos)
 {
 	int below = 0;
 
@@ -142,7 +142,7 @@ static int mp_scan_job_node(const struct mp_scan *s, int k, int pos)
 	return pos - below;
 }
 
-int mp_scan_links(const struct mp_scan *s, int nodes, int (*ab)[2], int max)
+int pb_scan_links(const struct pb_scan *s, int nodes, int (*ab)[2], int max)
 {
 	int k = nodes + s->n_skip, m = k + k % 2, r = s->round - 1, n = 0;
 
@@ -154,12 +154,12 @@ int mp_scan_links(const struct mp_scan *s, int nodes, int (*ab)[2], int max)
 		int j = m - 1 - i;
 		int x = i ? 1 + (((i - 1 - r) % (m - 1)) + (m - 1)) % (m - 1) : 0;
 		int y = 1 + (((j - 1 - r) % (m - 1)) + (m - 1)) % (m - 1);
-		int jx = mp_scan_job_node(s, k, x), jy = mp_scan_job_node(s, k, y);
+		int jx = pb_scan_job_node(s, k, x), jy = pb_scan_job_node(s, k, y);
 
 		if (jx < 0 || jy < 0)
 			continue;
 		if (n < max) {
-			bool xa = mp_scan_a_first(x, y, k);
+			bool xa = pb_scan_a_first(x, y, k);
 
 			ab[n][0] = xa ? jx : jy;
 			ab[n][1] = xa ? jy : jx;
