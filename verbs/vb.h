@@ -20,6 +20,7 @@
  * vb_launch.h; the operation files: vb_ops.h); everything else is static.
  *
  *   5  vb_main.c       options, the test table, main()
+ *      vb_scan.c       --scan: this rank's node pair and side in one round of a fabric scan
  *   4  vb_launch.c     probe child, placement, fork, a worker's life
  *   3  vb_reap.c       supervision of the workers (launcher)
  *      vb_conn.c       vb_cm_connect / vb_cm_teardown: the --cm method's table
@@ -94,6 +95,15 @@ struct vb_params {
 	char dev_names[VB_MAX_DEVS][VB_DEV_NAME];
 	bool dev_all;
 	int pair_dev[VB_MAX_PAIRS], pair_peer_dev[VB_MAX_PAIRS];
+	/* --scan R[,skip=...] --scan-hosts FILE: one round of a fabric scan (vb_scan.c) */
+	const char *scan;
+	const char *scan_hosts;
+	bool scan_bye;           /* this rank's node sits the round out: nothing to run */
+	char scan_label[32];     /* rows' pattern column: scan:R */
+	char host_name[64];      /* rows' host column in a scan: this node's line of the file */
+	char peer_name[64];      /* ... and its peer's (the rows' peer column) */
+	char peer_addr[256];     /* the peer's address (second word of its line, else its name) */
+	char scan_output[4096], scan_env_json[4096];  /* --output / --env-json, %r expanded */
 };
 
 struct vb_worker;

@@ -315,7 +315,7 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 	w->role = vb_test_role(w->test, w->side, w->pair);
 	w->sync = L->sync;
 	w->timeout_ns = (uint64_t)(p->c.timeout_s * 1e9);
-	gethostname(w->host, sizeof(w->host) - 1);
+	vb_host_name(p, w->host, sizeof(w->host));
 	atomic_store(&rep->pid, (int32_t)getpid());
 	if ((rc = shm_sync_join(L->sync, member))) {
 		pb_log_error("pair %u: joining the shm group as member %u: %s", w->pair, member, strerror(-rc));
@@ -357,6 +357,7 @@ static struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 	}
 	ep.labels = L->labels;
 	ep.flags = L->flags;
+	ep.pattern = p->scan ? p->scan_label : NULL;
 	ep.qps = p->qps;
 	ep.buffers = p->test_desc->info.buffers ? pb_buffers_names[p->buffers] : NULL;
 	return ep;
@@ -378,7 +379,7 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 	struct pb_engine_role role = {
 		.measuring = w->measuring, .leader = w->member == 0 && w->side == VB_CLIENT,
 		.pair_id = w->pair, .cpu = rep->cpu, .numa_node = rep->numa_node, .host = w->host,
-		.peer = w->peer,
+		.peer = p->scan ? p->peer_name : w->peer,  /* a scan's rows name the peer's node */
 	};
 	struct pb_sink sink = {
 		.csv = role.leader ? L->csv : NULL,

@@ -12,7 +12,9 @@
 #include "pb_clock.h"
 #include "pb_pin.h"
 
+#include <stdio.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 struct vb_launch {
 	struct vb_params *p;
@@ -49,6 +51,17 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env);
 static inline const char *vb_output_name(const struct vb_params *p)
 {
 	return p->c.output ? p->c.output : "stdout";
+}
+
+/* The rows' host column: the node's name in --scan-hosts in a scan, else the host name. */
+static inline void vb_host_name(const struct vb_params *p, char *buf, size_t len)
+{
+	if (p->scan) {
+		snprintf(buf, len, "%s", p->host_name);
+		return;
+	}
+	gethostname(buf, len - 1);
+	buf[len - 1] = '\0';
 }
 
 /* vb_reap.c */

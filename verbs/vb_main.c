@@ -14,6 +14,7 @@
 #include "vb_hdr.h"
 #include "vb_launch.h"
 #include "vb_ops.h"
+#include "vb_scan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -149,6 +150,12 @@ static const struct pb_opt vb_opts[] = {
 	{ "buffers", 0, PB_OPT_CHOICE, offsetof(VB_P, buffers), "fresh", 0, 0, pb_buffers_names,
 	  "LAYOUT",
 	  "write_lat, send_lat, *_bw, loaded_lat: fresh = a ping-pong sends what it received / each message of a window in its own slot; peer = separate send and receive regions / one address for a whole window, as perftest (docs/verbs.md)" },
+	/* issue 24: one launch per round of a fabric scan */
+	{ "scan", 0, PB_OPT_STRING, offsetof(VB_P, scan), NULL, 0, 0, NULL, "ROUND[,skip=I,...]",
+	  "one round of a fabric scan: one rank per node (mpirun/srun), each finds its node pair, side "
+	  "(A = client) and peer from its rank, the round and --scan-hosts; %r in -o/--env-json = the rank" },
+	{ "scan-hosts", 0, PB_OPT_STRING, offsetof(VB_P, scan_hosts), NULL, 0, 0, NULL, "FILE",
+	  "--scan: the job's nodes, line i = rank i's node: NAME [ADDR] (ADDR to connect to; default NAME)" },
 };
 #define VB_NOPTS (sizeof(vb_opts) / sizeof(vb_opts[0]))
 
@@ -175,43 +182,45 @@ static int vb_parse_auto(const char *opt, const char *text, long max, int *out)
 
 static int vb_role(struct vb_params *p)
 {
-	const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID" };
 	int roles = p->server + !!p->connect + p->loopback;
+	const char *var = NULL;
+	long rank = -1;
+	int rc;
 
+	if (p->scan)
+		return vb_scan_role(p);
+	if (p->scan_hosts) {
+		pb_log_error("--scan-hosts goes with --scan");
+		return -EINVAL;
+	}
 	if (p->loopback && roles > 1) {
 		pb_log_error("--loopback runs both sides here: do not combine it with --server or --connect");
 		return -EINVAL;
 	}
-	if (p->server && p->connect) {
-		for (size_t i = 0; i < 3; i++) {
-			if (getenv(vars[i]))
-				goto rank;
-		}
+	if (roles && !(p->server && p->connect))
+		goto done;
+	rc = vb_launcher_rank(&rank, &var);
+	if (rc == -EINVAL)
+		return rc;
+	if (rc && p->server && p->connect) {
 		pb_log_error("--server and --connect exclude each other (outside an mpirun/srun launch)");
 		return -EINVAL;
 	}
-	if (roles)
-		goto done;
-rank:
-	for (size_t i = 0; i < 3; i++) {
-		const char *v = getenv(vars[i]);
-
-		if (!v)
-			continue;
-		if (!p->connect) {
-			pb_log_error("role from %s=%s needs --connect HOST (the rank-0 host) for the client", vars[i], v);
-			return -EINVAL;
-		}
-		if (strcmp(v, "0") && strcmp(v, "1")) {
-			pb_log_error("%s=%s: pairbench-verbs takes 2 ranks (0 = server, 1 = client)", vars[i], v);
-			return -EINVAL;
-		}
-		p->server = !strcmp(v, "0");
-		pb_log_info("role from %s=%s: %s", vars[i], v, p->server ? "server" : "client");
-		goto done;
+	if (rc) {
+		pb_log_error("choose a role: --loopback, --server, or --connect HOST (or launch 2 ranks with mpirun/srun)");
+		return -EINVAL;
 	}
-	pb_log_error("choose a role: --loopback, --server, or --connect HOST (or launch 2 ranks with mpirun/srun)");
-	return -EINVAL;
+	if (!p->connect) {
+		pb_log_error("role from %s=%ld needs --connect HOST (the rank-0 host) for the client", var, rank);
+		return -EINVAL;
+	}
+	if (rank > 1) {
+		pb_log_error("%s=%ld: pairbench-verbs takes 2 ranks (0 = server, 1 = client; --scan: one per node)",
+			     var, rank);
+		return -EINVAL;
+	}
+	p->server = rank == 0;
+	pb_log_info("role from %s=%ld: %s", var, rank, p->server ? "server" : "client");
 done:
 	p->side = p->server ? VB_SERVER : VB_CLIENT;
 	p->peer_host = p->connect;
@@ -429,6 +438,8 @@ int main(int argc, char **argv)
 	}
 	if (vb_params_finish(&p, &res))
 		return PB_EXIT_USAGE;
+	if (p.scan_bye)
+		return PB_EXIT_OK;  /* no pair this round: nothing to measure, no rows */
 	if (!p.c.output && fcntl(STDOUT_FILENO, F_GETFL) < 0) {
 		pb_log_error("stdout is closed: nowhere to write the CSV rows (use -o FILE)");
 		return PB_EXIT_USAGE;

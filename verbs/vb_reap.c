@@ -207,7 +207,7 @@ void vb_complete_rows(struct vb_launch *L)
 	if (!L->csv || p->validate || L->sh->csv_errno || have >= want ||
 	    (!p->loopback && p->side == VB_SERVER))
 		return;
-	gethostname(host, sizeof(host) - 1);
+	vb_host_name(p, host, sizeof(host));
 	/* The first reason anyone gave (the group's abort), else the launcher's. */
 	if (!shm_sync_aborted(L->sync, why, sizeof(why)))
 		snprintf(why, sizeof(why), "%s", L->why[0] ? L->why : "the leader worker ended without writing its rows");

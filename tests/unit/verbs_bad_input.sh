@@ -45,6 +45,26 @@ check "FIFO with no reader" -o "$work/fifo"
 check "Is a directory" -o "$work"
 check "cannot open --output" -o "$work/missing/out.csv"
 check "cannot open --env-json" --env-json "$work/missing/env.json"
+# --scan (one round of a fabric scan per launch): checked before any device is touched
+printf 'n0\nn1\nn2 slots=1\n' >"$work/hosts"
+check "no --server, --connect or --loopback" --scan 1 --scan-hosts "$work/hosts"
+check "--scan-hosts goes with --scan" --scan-hosts "$work/hosts"
+scheck() { # expected-text args... (a rank of a 3-node job, not --loopback)
+	want=$1; shift
+	err=$(OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=3 "$bin" "$@" 2>&1 >/dev/null); rc=$?
+	n=$(printf '%s\n' "$err" | grep -c 'error')
+	case "$rc:$n:$err" in 2:1:*"$want"*) ;; *) echo "FAIL: $* -> exit $rc, $n error lines: $err"; fail=1 ;; esac
+}
+scheck "needs --scan-hosts" --scan 1
+scheck "one round, from 1" --scan 1-2 --scan-hosts "$work/hosts"
+scheck "one round, from 1" --scan 0 --scan-hosts "$work/hosts"
+scheck "has rounds 1..3" --scan 4 --scan-hosts "$work/hosts"
+scheck "cannot open --scan-hosts" --scan 1 --scan-hosts "$work/missing"
+scheck "put %r in it" --scan 1 --scan-hosts "$work/hosts" -o "$work/out.csv"
+printf 'n0\nn1\n' >"$work/hosts2"
+scheck "lists 2 nodes: one rank per node" --scan 1 --scan-hosts "$work/hosts2"
+err=$(env -u OMPI_COMM_WORLD_RANK -u PMIX_RANK -u SLURM_PROCID "$bin" --scan 1 --scan-hosts "$work/hosts" 2>&1 >/dev/null); rc=$?
+case "$rc:$err" in 2:*"no launcher rank"*) ;; *) echo "FAIL: --scan without a rank -> exit $rc: $err"; fail=1 ;; esac
 err=$("$bin" --loopback 2>&1 >&-); rc=$?
 case "$rc:$err" in 2:*"stdout is closed"*) ;; *) echo "FAIL: closed stdout -> exit $rc: $err"; fail=1 ;; esac
 exit $fail
