@@ -10,12 +10,30 @@ It is called as mpirun is by the driver's mpirun launcher:
     fabric_sim.py -np N --map-by node (--hostfile FILE | -H h1:R,h2:R,...) [launcher args]
                   BINARY --test T --sizes S1,S2 --pattern P ... --output CSV --env-json E
 
-The BINARY is not run. P is `scan[:F[-L]][,skip=I,...]` (mpi/mp_scan.c's tournament, via
+The BINARY is not run. P is `scan[:F[-L]][,skip=I,...]` (core/pb_scan.c's tournament, via
 pairbench.runner.schedule.round_links, which the tests check against the C code's) or
 `nodes:A-B,...` (a confirmation round; job node numbers). Rows: per round and size one
 row per pair (scope=pair), one per measuring node (scope=node, the node pair's value) and
 the job's aggregate (scope=all), the CSV contract's columns; CSV flushed after each round
 as pairbench-mpi does.
+
+Verbs rounds (the driver's --layer verbs through mpirun or srun): called as the launcher's
+rank_job starts one pairbench-verbs rank per node,
+
+    fabric_sim.py -np K --map-by node --hostfile FILE ... BINARY --test T ... --pairs P
+                  --scan R[,skip=...] --scan-hosts FILE --output DIR/roundR.%r.csv
+    fabric_sim.py -N K -n K --distribution=arbitrary ... --nodelist FILE BINARY ...
+
+it writes what each rank of pairbench-verbs would: rank i (line i of the host file) finds
+its node pair in round R (the tournament, as pb_scan.c), the client (side A) writes its
+rows (a pair row per pair and the scope=all aggregate, host A, peer B, pattern scan:R) to
+--output with %r = its rank, the server an empty file, the bye nothing. More variables:
+  PB_SIM_DEAD      "HOSTA~HOSTB,...": that node pair cannot connect: its client writes error
+                   rows after PB_SIM_DEAD_S seconds (default 0.5, at most --timeout) and the
+                   launch exits 1; the round's other pairs are not held up
+  PB_SIM_LAUNCHES  append one JSON line per launch there: {"argv": [...], "env": {...}}
+  PB_SIM_FAIL_FROM R: launches of rounds >= R fail before any rank starts (exit 1, no rows:
+                   the allocation ended)
 
 The fabric (environment):
   PB_SIM_SLOW      "HOST=F,HOSTA~HOSTB=F,...": a node F times slower on every link (latency
@@ -75,6 +93,9 @@ def parse_args(argv: list[str]) -> tuple[list[str], int, dict[str, str]]:
                     hosts.append(line.split()[0])
                     if "slots=" in line:
                         slots = int(line.split("slots=")[1])
+        elif a == "--nodelist" and "/" in launcher[j + 1]:  # srun: a file
+            hosts += [ln.split()[0] for ln in Path(launcher[j + 1]).read_text().splitlines()
+                      if ln.strip()]
         elif a == "-H":
             for h in launcher[j + 1].split(","):
                 name, _, r = h.partition(":")
@@ -201,10 +222,103 @@ def write_round(out, test: str, label: str, rnd: int, sizes: list[int],
     out.flush()
 
 
+def verbs_rows(test: str, label: str, rnd: int, sizes: list[int], pairs: int, ha: str,
+               hb: str, fab: Fabric, dead: bool) -> list[str]:
+    """What pairbench-verbs --scan's client on ha (peer hb) writes for one round."""
+    bw = test.endswith("_bw")
+    link = zlib.crc32(f"{min(ha, hb)}~{max(ha, hb)}".encode())
+    out = []
+    for size in sizes:
+        common = {"schema_version": str(SCHEMA_VERSION), "layer": "verbs", "test": test,
+                  "pattern": label, "buffers": "fresh", "msg_size_bytes": str(size),
+                  "pairs": str(pairs), "qps": "1", "iterations": "1000",
+                  "warmup_iterations": "100", "host": ha}
+        if dead:
+            why = f"pair 0 (client): connect: no answer from {hb} (timed out)"
+            for j in [*map(str, range(pairs)), "all"]:
+                out.append(row({**common, "pair_id": j, "scope": "pair" if j != "all" else
+                                "all", "status": "error", "error": why}))
+            continue
+        key = mix(fab.seed) ^ mix(sum(map(ord, test)) * 1_000_003 + size) ^ mix((link << 20) ^ rnd)
+        base = 100.0 * size / (size + 8192) if bw else 1.2 + size / 12500.0
+        f = fab.factor(ha, hb, key)
+        v = base / f if bw else base * f
+        metric = ({"bw_gbit_s": f"{v:.6g}", "bw_mbyte_s": f"{v * 125:.6g}"} if bw else
+                  {"lat_kind": "half_rtt", "lat_us_min": f"{0.95 * v:.6g}",
+                   "lat_us_p50": f"{v:.6g}", "lat_us_p99": f"{1.2 * v:.6g}"})
+        for j in range(pairs):
+            out.append(row({**common, **metric, "pair_id": str(j), "scope": "pair",
+                            "peer": hb, "status": "ok"}))
+        out.append(row({**common, **metric, "pair_id": "all", "scope": "all",
+                        "status": "ok"}))
+    return out
+
+
+def verbs_round(hosts: list[str], opts: dict[str, str]) -> int:
+    """One launch of a verbs scan round (see the module's docstring)."""
+    rounds, _, _ = rounds_of("scan:" + opts["--scan"], len(hosts))
+    label, pairs = rounds[0]
+    rnd = int(label[5:])
+    fail_from = int(os.environ.get("PB_SIM_FAIL_FROM", "0") or 0)
+    if fail_from and rnd >= fail_from:
+        print("srun: error: Unable to create step for job 4711: Job/step already completing "
+              "or completed", file=sys.stderr)
+        return 1
+    test, sizes = opts["--test"], parse_sizes(opts.get("--sizes", "8"))
+    listed = [ln.split()[0] for ln in Path(opts["--scan-hosts"]).read_text().splitlines()
+              if ln.strip()]
+    if listed != hosts:
+        print("fabric_sim: --scan-hosts differs from the launcher's hosts", file=sys.stderr)
+        return 2
+    fab = Fabric(hosts)
+    out = opts["--output"]
+    dead_links = {frozenset(x.split("~")) for x in
+                  filter(None, os.environ.get("PB_SIM_DEAD", "").split(","))}
+    lose_host, _, lose_at = os.environ.get("PB_SIM_LOSE", "").partition("@")
+    lost = lose_host in hosts and lose_at and rnd >= int(lose_at)
+    dead, code = [], 0
+    for n, (a, b) in enumerate(pairs):
+        ha, hb = hosts[a], hosts[b]
+        if lost and n >= len(pairs) // 2:
+            break  # the launcher ends the job when it loses a node: the rest never ran
+        Path(out.replace("%r", str(b))).write_text(",".join(COLUMNS) + "\n")
+        if frozenset((ha, hb)) in dead_links or (lost and lose_host in (ha, hb)):
+            dead.append((a, ha, hb))
+            continue
+        lines = verbs_rows(test, label, rnd, sizes, int(opts.get("--pairs", "1")), ha, hb,
+                           fab, False)
+        Path(out.replace("%r", str(a))).write_text(",".join(COLUMNS) + "\n" +
+                                                   "".join(f"{ln}\n" for ln in lines))
+    if dead and not lost:
+        time.sleep(min(float(os.environ.get("PB_SIM_DEAD_S", "0.5")),
+                       float(opts.get("--timeout", "600"))))
+        for a, ha, hb in dead:
+            lines = verbs_rows(test, label, rnd, sizes, int(opts.get("--pairs", "1")), ha,
+                               hb, fab, True)
+            Path(out.replace("%r", str(a))).write_text(",".join(COLUMNS) + "\n" +
+                                                       "".join(f"{ln}\n" for ln in lines))
+            print(f"pairbench-verbs: error: pair 0 (client): connect: no answer from {hb}",
+                  file=sys.stderr)
+        code = 1
+    if lost:
+        print("ORTE has lost communication with a remote daemon.\n\n"
+              "  HNP daemon   : [[4711,0],0] on node simhead\n"
+              f"  Remote daemon: [[4711,0],{hosts.index(lose_host) + 1}] on node "
+              f"{lose_host}\n", file=sys.stderr)
+        code = 1
+    return code
+
+
 def main(argv: list[str]) -> int:
     if os.environ.get("PB_SIM_PIDFILE"):
         Path(os.environ["PB_SIM_PIDFILE"]).write_text(str(os.getpid()))
+    if os.environ.get("PB_SIM_LAUNCHES"):
+        with open(os.environ["PB_SIM_LAUNCHES"], "a") as f:
+            f.write(json.dumps({"argv": argv, "env": {k: v for k, v in os.environ.items()
+                                                      if k.startswith("SLURM_")}}) + "\n")
     hosts, r, opts = parse_args(argv)
+    if "--scan" in opts:
+        return verbs_round(hosts, opts)
     test, sizes = opts["--test"], parse_sizes(opts.get("--sizes", "8"))
     rounds, k, _ = rounds_of(opts["--pattern"], len(hosts))
     fab = Fabric(hosts)

@@ -191,20 +191,22 @@ def links(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def scan_hosts(run: Path | str) -> tuple[str, ...] | None:
-    """The host list of an MPI fabric scan run (metadata.json's config.hosts, in the order
-    of the job's hostfile), or None when run (a run directory or its data.csv) is not one."""
+    """The host list of a fabric scan run (metadata.json's config.hosts, in the order of
+    the job's hostfile: the tournament's positions), or None when run (a run directory or
+    its data.csv) is not one. (A verbs scan through ssh labels its rows nodes:A-B, not
+    scan:R: read_links then reads its pair rows.)"""
     meta = load_metadata(run)
     c = meta.get("config") or {}
-    if meta.get("kind") != "pairbench fabric" or c.get("layer") != "mpi":
+    if meta.get("kind") != "pairbench fabric" or c.get("layer") not in ("mpi", "verbs"):
         return None
     return tuple(c.get("hosts") or ()) or None
 
 
 def partner(pos: np.ndarray, rnd: np.ndarray, k: int) -> np.ndarray:
     """The tournament partner of position pos in round rnd (1-based) over k positions
-    (runner.schedule.round_links, vectorised; pairbench-mpi's mp_scan.c computes the same):
-    -1 for the bye. The circle method: position 0 stays, the others turn one slot a round,
-    slot i plays slot m-1-i."""
+    (runner.schedule.round_links, vectorised; core/pb_scan.c computes the same for both
+    executables): -1 for the bye. The circle method: position 0 stays, the others turn
+    one slot a round, slot i plays slot m-1-i."""
     m = k + k % 2
     pos, rnd = np.asarray(pos, dtype=np.int64), np.asarray(rnd, dtype=np.int64)
     slot = np.where(pos == 0, 0, 1 + (pos - 1 + rnd - 1) % (m - 1))

@@ -33,13 +33,13 @@ from pairbench.runner.scan import (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layer", default="mpi", choices=sorted(LAYERS))
     p.add_argument("--launcher", default="mpirun", choices=scan_launchers(),
-                   help="mpi: mpirun or srun (one job per test); verbs: ssh, srun or mpirun "
-                   "(one launch per node pair)")
+                   help="mpi: mpirun or srun (one job per test); verbs: srun or mpirun (one "
+                   "launch per round, a rank per node) or ssh (one launch per node pair)")
     p.add_argument("--hosts", default=None, help="comma-separated nodes (K >= 2), or @FILE: "
                    "one per line")
-    p.add_argument("--resume", default=None, metavar="RUN", help="go on with the MPI scan "
-                   "of run directory RUN after its last complete round (its options are "
-                   "the run's)")
+    p.add_argument("--resume", default=None, metavar="RUN", help="go on with the scan of "
+                   "run directory RUN after its last complete round (MPI, or verbs through "
+                   "mpirun/srun; its options are the run's)")
     p.add_argument("--render", default=None, metavar="RUN", help="make the outputs of the "
                    "finished scan RUN again from its rows (e.g. with another --topology); "
                    "run nothing")

@@ -11,9 +11,12 @@ same job. The rounds live in the executable, not in K-1 launches, because a job 
 small points; one job also keeps one rank placement and clock-offset estimate for all
 rounds. Nodes are numbered by MPI (lowest world rank), so the rows' host/peer columns,
 not the order of --hosts, say which node pair a row measured.
-Verbs layer: one pairbench-verbs invocation per node pair (server on A, client on B,
-through the launcher, as in `pairbench sweep`); the node pairs of a round start
-together, the next round starts when every pair of this one ended. Their rows get
+Verbs layer through mpirun or srun: ONE launch per round, one pairbench-verbs rank per
+node; each rank finds its node pair, side and peer from its rank, the round and a host file
+(pairbench-verbs --scan R --scan-hosts FILE), rows labelled scan:R
+(pairbench.runner.scanverbs). Verbs layer through ssh: one pairbench-verbs invocation per
+node pair (server on A, client on B, as in `pairbench sweep`); the node pairs of a round
+start together, the next round starts when every pair of this one ended. Their rows get
 pattern = nodes:A-B (host names) from the driver: each node pair is its own point.
 
 Planning is pure (plan_fabric) and goes through the launchers (pairbench.runner.launchers:
@@ -29,13 +32,13 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from pairbench.contract import testtable
 from pairbench.contract.testtable import LAYERS
 from pairbench.errors import UsageError
-from pairbench.runner import fingerprint, launchers
+from pairbench.runner import fingerprint, launchers, scanverbs
 from pairbench.runner.collect import (
     atomic_write_json,
     atomic_write_text,
@@ -43,11 +46,14 @@ from pairbench.runner.collect import (
     failure_reason,
     rows_to_csv,
 )
-from pairbench.runner.exeopts import ExeSettings, check_exe, exe_argv, exe_values
+from pairbench.runner.exeopts import check_exe, exe_argv, exe_values
 from pairbench.runner.launchers.base import Side
 from pairbench.runner.plan import Point, SweepConfig, plan_point
 from pairbench.runner.run import PointResult, run_point
 from pairbench.runner.rundir import new_run_dir, now_iso, repo_root
+from pairbench.runner.scancfg import MAX_DROP, FabricConfig, Job, fmt_s
+from pairbench.runner.scancfg import ranges as _ranges
+from pairbench.runner.scancfg import unranges as _unranges
 from pairbench.runner.scanrows import (
     PartScan,
     error_line,
@@ -71,43 +77,6 @@ def default_tests(layer: str) -> tuple[str, ...]:
 def scan_launchers() -> tuple[str, ...]:
     """The launchers that can put the two ends of a node pair on two hosts."""
     return launchers.names(lambda c: c.multi_node)
-
-
-@dataclass(frozen=True)
-class FabricConfig(ExeSettings):
-    """A fabric scan. The executables' pass-through options are ExeSettings' fields
-    (pairbench.runner.exeopts), as a sweep's."""
-
-    layer: str
-    launcher: str
-    hosts: tuple[str, ...]
-    tests: tuple[str, ...]
-    sizes: tuple[int, ...]
-    binary: str
-    run_dir: str
-    ranks_per_node: int = 1  # pairs per node pair
-    repetitions: int = 1  # whole scans; a node pair's value is the median over them
-    timeout_s: float = 600.0
-    launcher_cmd: str | None = None
-    launcher_args: tuple[str, ...] = ()
-    remote_binary: str | None = None
-    as_root: bool = False
-    exe_args: tuple[str, ...] = ()
-    connect_addr: str | None = None  # (launchers read it; a node pair's server is its first node)
-
-
-@dataclass(frozen=True)
-class Job:
-    """One launch: a point (its argv, files relative to run_dir/subdir) in a wave of
-    launches that start together."""
-
-    point: Point
-    subdir: str
-    wave: int
-    node_pair: tuple[str, str] | None = None  # verbs: (A, B)
-    rounds: tuple[int, int] | None = None  # mpi: the scan's rounds first..last
-    dropped: tuple[str, ...] = ()  # mpi: hosts left out (failed earlier in the scan)
-    hostfile: tuple[str, str] | None = None  # mpi: (path in the run dir, its text)
 
 
 def check_config(cfg: FabricConfig) -> None:
@@ -170,7 +139,8 @@ def mpi_job(cfg: FabricConfig, rep: int, test: str, first: int, last: int,
 def plan_fabric(cfg: FabricConfig) -> tuple[int, list[Job]]:
     """The number of rounds and the launches, in waves. MPI: one job per repetition and
     test running every round (the tournament is computed by pairbench-mpi: nothing of
-    size K² is planned here); verbs: one launch per node pair, a wave per round."""
+    size K² is planned here); verbs through mpirun/srun: one launch per round
+    (pairbench.runner.scanverbs), through ssh: one launch per node pair, a wave per round."""
     check_config(cfg)
     n_rounds = total_rounds(len(cfg.hosts))
     jobs: list[Job] = []
@@ -180,6 +150,8 @@ def plan_fabric(cfg: FabricConfig) -> tuple[int, list[Job]]:
             j = mpi_job(cfg, rep, test, 1, n_rounds)
             jobs.append(replace(j, point=replace(j.point, index=len(jobs)), wave=len(jobs)))
         return n_rounds, jobs
+    if launchers.get(cfg).jobs:
+        return n_rounds, scanverbs.plan_rounds(cfg)
     rounds = tournament(cfg.hosts)
     wave = 0
     for rep, test in itertools.product(reps, cfg.tests):
@@ -237,21 +209,6 @@ def execute(cfg: FabricConfig, jobs: list[Job], run_dir: Path, run_id: str,
     return data
 
 
-def _ranges(rounds: set[int]) -> list[list[int]]:
-    """Sorted rounds as [first, last] runs (compact in metadata.json at any K)."""
-    out: list[list[int]] = []
-    for r in sorted(rounds):
-        if out and out[-1][1] == r - 1:
-            out[-1][1] = r
-        else:
-            out.append([r, r])
-    return out
-
-
-def _unranges(runs: list[list[int]]) -> set[int]:
-    return {r for a, b in runs for r in range(a, b + 1)}
-
-
 class RoundProgress:
     """One line per finished round (at most one every PRINT_S, and the last), with the
     rate and an ETA, read from the job's CSV as pairbench-mpi flushes it round by round."""
@@ -285,11 +242,6 @@ class RoundProgress:
               f"({100 * at / self.total:.1f} %), {el / done if done else 0:.2f} s/round"
               f"{eta}", file=sys.stderr, flush=True)
         return False
-
-
-def fmt_s(s: float) -> str:
-    return f"{s:.0f} s" if s < 120 else (f"{s / 60:.0f} min" if s < 7200 else
-                                         f"{s / 3600:.1f} h")
 
 
 def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[], None],
@@ -352,9 +304,6 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             else:
                 stuck = stuck + 1 if not complete else 1
             save()
-
-
-MAX_DROP = 3  # more hosts named at once is a job-wide failure, not a node's
 
 
 def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
@@ -446,20 +395,25 @@ def continue_scan(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
     def save() -> None:
         atomic_write_json(run_dir / "metadata.json", meta)
 
+    per_round = cfg.layer == "verbs" and launchers.get(cfg).jobs
     if cfg.layer == "mpi":
         run_mpi_scan(cfg, run_dir, meta, save)
         n_err = assemble_mpi(cfg, run_dir, meta)
+    elif per_round:
+        scanverbs.run_verbs_scan(cfg, run_dir, meta, save)
+        n_err = scanverbs.assemble_verbs(cfg, run_dir, meta)
     else:
         _, jobs = plan_fabric(cfg)
         data = execute(cfg, jobs, run_dir, run_dir.name, meta)
         n_err = sum(r.get("status") != "ok" for r in data)
     meta.update(finished=now_iso(), error_rows=n_err,
                 status="complete" if n_err == 0 else "complete_with_errors")
-    if cfg.layer == "mpi":
+    if cfg.layer == "mpi" or per_round:
         n = total_rounds(len(cfg.hosts))
-        unfinished = [k for k, js in meta["scan"]["jobs"].items()
-                      if set(range(1, n + 1)) - set().union(
-                          *(_unranges(p["complete"]) for p in js["parts"]))]
+        unfinished = (scanverbs.unfinished(cfg, meta) if per_round else
+                      [k for k, js in meta["scan"]["jobs"].items()
+                       if set(range(1, n + 1)) - set().union(
+                           *(_unranges(p["complete"]) for p in js["parts"]))])
         if unfinished:
             meta["status"] = "incomplete"
             print(f"fabric: {', '.join(unfinished)} did not finish; go on with "
@@ -469,7 +423,8 @@ def continue_scan(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
 
 
 def resume_scan(run_dir: Path) -> tuple[int, FabricConfig]:
-    """Go on with an interrupted MPI scan after its last complete round."""
+    """Go on with an interrupted scan (MPI, or verbs through mpirun/srun) after its last
+    complete round."""
     try:
         meta = json.loads((run_dir / "metadata.json").read_text())
     except (OSError, ValueError) as exc:
@@ -478,8 +433,9 @@ def resume_scan(run_dir: Path) -> tuple[int, FabricConfig]:
         raise UsageError(f"--resume {run_dir}: not a fabric scan")
     c = meta["config"]
     cfg = FabricConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
-    if cfg.layer != "mpi":
-        raise UsageError("--resume continues MPI scans (a verbs scan reruns its node pairs)")
+    if cfg.layer != "mpi" and not launchers.get(cfg).jobs:
+        raise UsageError("--resume continues MPI scans and verbs scans through mpirun or "
+                         "srun (a verbs scan through ssh reruns its node pairs)")
     meta.setdefault("resumed", []).append(now_iso())
     meta["status"] = "running"
     return continue_scan(cfg, run_dir, meta), cfg
@@ -495,7 +451,10 @@ def describe_plan(cfg: FabricConfig) -> str:
              f"{len(cfg.sizes)} size(s) x {cfg.repetitions} repetition(s)",
              f"launches: {len(jobs)}" + (" (one job per test and repetition; rounds run "
                                          "inside pairbench-mpi)" if cfg.layer == "mpi"
-                                         else " (one per node pair)")]
+                                         else " (one per round: a pairbench-verbs rank per "
+                                         "node, every node pair of the round at once)"
+                                         if jobs and jobs[0].rounds else
+                                         " (one per node pair)")]
     for j in jobs[:4]:
         argv = [a for s in j.point.sides for a in s.argv]
         lines.append(f"  {j.point.name}: {' '.join(argv)[:300]}")

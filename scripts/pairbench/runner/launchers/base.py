@@ -9,7 +9,12 @@ connect_addr, as_root) and answers:
 - job_argv(exe, ranks_per_node, hostfile): one job over every host (a fabric scan's MPI
   job); with hostfile (a path), the hosts are read from that file, written with
   hostfile_text(), so that no argument grows with the node count;
-- failed_nodes(stderr_text): the hosts the launcher's own messages say were lost;
+- rank_job(exe, hostfile): one rank on each host, rank i on the host of the file's line i
+  (a verbs fabric scan's round: pairbench-verbs --scan finds its pair from its rank), a rank
+  that fails ending no other; (argv, environment to add);
+- failed_nodes(stderr_text): the hosts the launcher's own messages say were lost (or whose
+  ranks failed); lost_nodes(stderr_text): only the hosts it says were lost (a node gone,
+  not a rank that exited non-zero);
 - env(): the environment it adds to those processes;
 - run_plan(...): None when the sweep runs the points itself (one process group per point,
   killed on timeout or on a stop signal: pairbench.runner.run), or the exit code after it
@@ -85,9 +90,21 @@ class Launcher:
         """The file job_argv's hostfile names: one host per line."""
         return "".join(f"{h}\n" for h in self.cfg.hosts)
 
+    def rank_job(self, exe: list[str], hostfile: str) -> tuple[list[str],
+                                                             tuple[tuple[str, str], ...]]:
+        """One rank on each of cfg.hosts, rank i on the host of hostfile's line i (written
+        with hostfile_text(1)); a rank that exits non-zero does not end the others.
+        (argv, environment added to env())."""
+        raise UsageError(f"launcher {self.name} cannot start one rank per node")
+
     def failed_nodes(self, text: str) -> list[str]:
         """Hosts of cfg.hosts that the launcher's messages in text name as lost."""
         return []
+
+    def lost_nodes(self, text: str) -> list[str]:
+        """Hosts of cfg.hosts that the launcher's messages say are gone (the node, not one
+        of its processes)."""
+        return self.failed_nodes(text)
 
     def env(self) -> tuple[tuple[str, str], ...]:
         return ()

@@ -38,6 +38,15 @@ class Mpirun(Launcher):
         return [str(self.command), "-np", str(len(hosts) * r), "--map-by", "node", *where,
                 *self.cfg.launcher_args, *exe]
 
+    def rank_job(self, exe: list[str], hostfile: str) -> tuple[list[str],
+                                                             tuple[tuple[str, str], ...]]:
+        """-np K --map-by node over a hostfile of one slot per host: rank i on line i.
+        orte_abort_on_non_zero_status 0: a pair that fails (its ranks exit 1 after writing
+        their error rows) does not end the pairs of the same round."""
+        return [str(self.command), "-np", str(len(self.cfg.hosts)), "--map-by", "node",
+                "--hostfile", hostfile, "--mca", "orte_abort_on_non_zero_status", "0",
+                *self.cfg.launcher_args, *exe], ()
+
     def hostfile_text(self, ranks_per_node: int) -> str:
         return "".join(f"{h} slots={ranks_per_node}\n" for h in self.cfg.hosts)
 
@@ -45,6 +54,13 @@ class Mpirun(Launcher):
         """Open MPI: "... Remote daemon: [[x,0],3] on node HOST", "... on node HOST
         exited on signal ..."."""
         named = {h.rstrip(",.;:") for h in re.findall(r"on node (\S+)", text)}
+        return [h for h in self.cfg.hosts if h in named]
+
+    def lost_nodes(self, text: str) -> list[str]:
+        """Open MPI: the daemon of the node is gone ("Remote daemon: [[x,0],3] on node
+        HOST"), not a process that exited (or was killed) on it."""
+        named = {h.rstrip(",.;:") for h in re.findall(r"Remote daemon\s*:\s*\S+ on node (\S+)",
+                                                      text)}
         return [h for h in self.cfg.hosts if h in named]
 
     def env(self) -> tuple[tuple[str, str], ...]:

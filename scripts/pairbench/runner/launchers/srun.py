@@ -40,6 +40,21 @@ class Srun(Launcher):
                 f"--ntasks-per-node={r}", "--nodelist", hostfile or ",".join(hosts),
                 *self.cfg.launcher_args, *exe]
 
+    def rank_job(self, exe: list[str], hostfile: str) -> tuple[list[str],
+                                                             tuple[tuple[str, str], ...]]:
+        """K tasks, task i on line i of the hostfile (--distribution=arbitrary reads the
+        layout from $SLURM_HOSTFILE); --kill-on-bad-exit=0: a pair that fails does not end
+        the others."""
+        k = len(self.cfg.hosts)
+        return [str(self.command), "-N", str(k), "-n", str(k), "--distribution=arbitrary",
+                "--kill-on-bad-exit=0", "--nodelist", hostfile, *self.cfg.launcher_args,
+                *exe], (("SLURM_HOSTFILE", hostfile),)
+
+    def lost_nodes(self, text: str) -> list[str]:
+        """Slurm: "... Node failure on HOST" (not a task that exited non-zero)."""
+        named = set(re.findall(r"[Nn]ode failure on (\S+)", text))
+        return [h for h in self.cfg.hosts if h in named]
+
     def failed_nodes(self, text: str) -> list[str]:
         """Slurm: "srun: error: HOST: task 3: Exited with exit code 1", "... Node failure
         on HOST"."""

@@ -1,0 +1,345 @@
+"""A verbs fabric scan through mpirun or srun: ONE launch per round, starting every node pair
+of the round at once (`--launcher ssh` keeps one launch per node pair: pairbench.runner.scan).
+
+The launch puts one pairbench-verbs rank on each node, rank i on the node of line i of a host
+file (Launcher.rank_job: mpirun --hostfile --map-by node, srun --distribution=arbitrary);
+each rank finds its node pair in the round from its rank, the round and the node count
+(pairbench-verbs --scan R[,skip=...] --scan-hosts FILE: the tournament of core/pb_scan.c,
+the one pairbench-mpi runs and pairbench.runner.schedule mirrors), side A the client (it
+measures and, in one-way bandwidth tests, sends), side B the server; the client connects to
+its peer's name in the host file (--cm rdma_cm or tcp). No argument grows with the node
+count: the hosts travel in the file, the round as a number.
+
+Every client writes its own CSV (--output ...round{R}.%r.csv); after the launch the driver
+merges them into the round's file (raw/rREP-TEST/roundR.csv: the clients' ok rows, their
+scope=all row as scope=node with the peer node named, since it is that node pair's
+aggregate, and an error row per size for each node pair without an ok one, naming both
+nodes). A round's file is written
+when the round is over: rows flushed per round, `--resume` goes on with the rounds that
+have none. A node the launcher reports lost, or whose node pairs failed in STRIKES rounds
+in a row, is left out of the following rounds (--scan R,skip=POS; its node pairs get error
+rows; a node lost during a round: the round runs again without it); a launch that produced
+no row at all is tried once more, then that test's scan stops (resumable). data.csv is
+assembled from the round files, streamed.
+
+pairbench.runner.scan calls this module (the configuration and Job: pairbench.runner.scancfg).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from pairbench.runner import launchers
+from pairbench.runner.collect import failure_reason
+from pairbench.runner.exeopts import exe_argv
+from pairbench.runner.launchers.base import Launcher, Side
+from pairbench.runner.plan import Point
+from pairbench.runner.run import PointResult, run_point
+from pairbench.runner.scancfg import MAX_DROP, FabricConfig, Job, fmt_s, ranges, unranges
+from pairbench.runner.scanrows import (
+    HEADER,
+    IDX,
+    error_line,
+    pattern_status,
+    split_line,
+    write_data_csv,
+)
+from pairbench.runner.schedule import round_links, total_rounds
+
+STRIKES = 2  # rounds in a row in which a node's pair failed: the node is left out
+PRINT_S = 2.0  # progress: at most one line this often (and the last round's)
+
+
+def round_dir(rep: int, test: str) -> str:
+    return f"raw/r{rep}-{test}"
+
+
+def hostfile_name(dropped: tuple[str, ...]) -> str:
+    """The job's host file (the hosts left after `dropped`, which only grows)."""
+    return f"raw/verbs-hosts-d{len(dropped)}.txt"
+
+
+def round_job(cfg: FabricConfig, rep: int, test: str, rnd: int,
+              dropped: tuple[str, ...] = (),
+              live: tuple[Launcher, str] | None = None) -> Job:
+    """The launch of round rnd of one (repetition, test): one rank per live node. live:
+    the launcher over the live nodes and its host file's text (computed once per plan)."""
+    pos = {h: i for i, h in enumerate(cfg.hosts)}
+    launcher, text = live or live_launcher(cfg, dropped)
+    sub, hostfile = round_dir(rep, test), hostfile_name(dropped)
+    spec = str(rnd) + (",skip=" + ",".join(str(pos[h]) for h in sorted(dropped, key=pos.get))
+                       if dropped else "")
+    exe = [cfg.binary, "--test", test, "--sizes", ",".join(map(str, cfg.sizes)),
+           "--pairs", str(cfg.ranks_per_node), *exe_argv(cfg),
+           "--timeout", f"{cfg.timeout_s:g}", "--quiet", "--scan", spec,
+           "--scan-hosts", f"{cfg.run_dir}/{hostfile}",
+           "--output", f"{cfg.run_dir}/{sub}/round{rnd}.%r.csv", *cfg.exe_args]
+    argv, env = launcher.rank_job(exe, f"{cfg.run_dir}/{hostfile}")
+    side = Side("main", tuple(argv), f"{sub}/round{rnd}.stdout", f"{sub}/round{rnd}.stderr")
+    p = Point(index=0, name=f"r{rep}-{test}-round{rnd}", layer="verbs", test=test,
+              pairs=cfg.ranks_per_node, repetition=rep, sizes=cfg.sizes, sides=(side,),
+              timeout_s=cfg.timeout_s, csv=None, env_json=None, env=(*launcher.env(), *env))
+    return Job(point=p, subdir=".", wave=0, rounds=(rnd, rnd), dropped=dropped,
+               hostfile=(hostfile, text))
+
+
+def live_launcher(cfg: FabricConfig, dropped: tuple[str, ...]) -> tuple[Launcher,
+                                                                        str]:
+    """The launcher over the hosts not dropped, and the text of their host file."""
+    launcher = launchers.get(replace(cfg, hosts=tuple(h for h in cfg.hosts
+                                                      if h not in dropped)))
+    return launcher, launcher.hostfile_text(1)
+
+
+def plan_rounds(cfg: FabricConfig) -> list[Job]:
+    """Every launch of the scan, a wave per round (--dry-run and the tests read them)."""
+    out: list[Job] = []
+    live = live_launcher(cfg, ())
+    for rep in range(1, cfg.repetitions + 1):
+        for test in cfg.tests:
+            for r in range(1, total_rounds(len(cfg.hosts)) + 1):
+                j = round_job(cfg, rep, test, r, (), live)
+                out.append(replace(j, point=replace(j.point, index=len(out)), wave=len(out)))
+    return out
+
+
+def _to_line(cells: list[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(cells)
+    return buf.getvalue()
+
+
+def client_rows(path: Path, peer: str) -> tuple[list[str], set[str], str]:
+    """A client's CSV: (its ok rows, the scope=all row as scope=node naming the peer node;
+    the sizes with an ok aggregate; the first error text of its other rows)."""
+    lines: list[str] = []
+    sizes: set[str] = set()
+    why = ""
+    try:
+        f = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError:
+        return lines, sizes, why
+    with f:
+        if f.readline().rstrip("\r\n") != HEADER:
+            return lines, sizes, "its CSV has no header"
+        for raw in f:
+            if not raw.endswith("\n"):
+                break  # cut short
+            line = raw.rstrip("\r\n")
+            if pattern_status(line) is None:
+                continue
+            cells = split_line(line)
+            if cells[IDX["status"]] != "ok":
+                why = why or cells[IDX["error"]]
+                continue
+            if cells[IDX["pair_id"]] == "all" and cells[IDX["scope"]] == "all":
+                cells[IDX["scope"]] = "node"
+                cells[IDX["peer"]] = peer
+                sizes.add(cells[IDX["msg_size_bytes"]])
+                line = _to_line(cells)
+            lines.append(line)
+    return lines, sizes, why
+
+
+def collect_round(cfg: FabricConfig, job: Job, res: PointResult, run_dir: Path,
+                  lost: list[str]) -> tuple[list[str], list[tuple[str, str]], int]:
+    """The round's lines (see the module's docstring); (lines, node pairs that failed,
+    node pairs with every size ok). The clients' files are removed."""
+    k, test, rnd = len(cfg.hosts), job.point.test, job.rounds[0] if job.rounds else 0
+    pos = {h: i for i, h in enumerate(cfg.hosts)}
+    skip = sorted(pos[h] for h in job.dropped)
+    live = [p for p in range(k) if p not in set(skip)]
+    node = {p: j for j, p in enumerate(live)}
+    sub = run_dir / round_dir(job.point.repetition, test)
+    label, pairs = f"scan:{rnd}", cfg.ranks_per_node
+    want = [str(s) for s in cfg.sizes]
+    job_why = failure_reason(res, run_dir) or "no rows from the client"
+    lines: list[str] = []
+    failed: list[tuple[str, str]] = []
+    n_ok = 0
+    for a, b in round_links(k, rnd, skip):
+        ha, hb = cfg.hosts[a], cfg.hosts[b]
+        path = sub / f"round{rnd}.{node[a]}.csv"
+        ok, sizes, why = client_rows(path, hb)
+        path.unlink(missing_ok=True)
+        path.with_name(f"round{rnd}.{node[b]}.csv").unlink(missing_ok=True)
+        gone = [h for h in (ha, hb) if h in lost]
+        reason = (f"node {' '.join(gone)} lost during the round" if gone else
+                  why or f"pairbench-verbs on {ha} (client of {hb}): {job_why}")
+        lines += ok
+        bad = [s for s in want if s not in sizes]
+        for s in bad:
+            lines.append(error_line("verbs", test, label, int(s), pairs, ha, hb, "node",
+                                    reason))
+        if bad:
+            failed.append((ha, hb))
+        else:
+            n_ok += 1
+    if skip:
+        why = ("not run: node(s) " + " ".join(job.dropped) + " left out of the scan "
+               "(lost or failing in earlier rounds)")
+        for a, b in round_links(k, rnd):
+            if a in skip or b in skip:
+                lines += [error_line("verbs", test, label, s, pairs, cfg.hosts[a],
+                                     cfg.hosts[b], "node", why) for s in cfg.sizes]
+    return lines, failed, n_ok
+
+
+def write_round(path: Path, lines: list[str]) -> None:
+    """The round's file, whole or not at all (a temporary file renamed)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(HEADER + "\n" + "".join(f"{ln}\n" for ln in lines), encoding="utf-8")
+    tmp.replace(path)
+
+
+class Strikes:
+    """Rounds in a row in which each node's pair failed."""
+
+    def __init__(self) -> None:
+        self.n: dict[str, int] = {}
+
+    def update(self, failed: list[tuple[str, str]], hosts: list[str]) -> list[str]:
+        bad = {h for ab in failed for h in ab}
+        for h in hosts:
+            self.n[h] = self.n.get(h, 0) + 1 if h in bad else 0
+        return [h for h in hosts if self.n[h] >= STRIKES]
+
+
+def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
+                   save: Callable[[], None], quiet: bool = False) -> None:
+    """Every (repetition, test) of the scan, round by round, each round one launch (see the
+    module's docstring). State in meta["scan"]: the rounds complete (as ranges) per
+    (repetition, test) and the hosts left out; one line per launch in raw/rounds.jsonl."""
+    k, n = len(cfg.hosts), total_rounds(len(cfg.hosts))
+    grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
+    state = meta.setdefault("scan", {"dropped": [], "jobs": {}})
+    log = run_dir / "raw" / "rounds.jsonl"
+    (run_dir / "raw").mkdir(exist_ok=True)
+    for rep in range(1, cfg.repetitions + 1):
+        for test in cfg.tests:
+            js = state["jobs"].setdefault(f"r{rep}-{test}", {"rep": rep, "test": test,
+                                                              "complete": []})
+            done = unranges(js["complete"])
+            (run_dir / round_dir(rep, test)).mkdir(parents=True, exist_ok=True)
+            strikes, stuck, start, printed, ran = Strikes(), 0, time.monotonic(), 0.0, 0
+            r = 1
+            while r <= n:
+                dropped = tuple(state["dropped"])
+                if r in done:
+                    r += 1
+                    continue
+                if k - len(dropped) < 2:
+                    break
+                job = round_job(cfg, rep, test, r, dropped)
+                assert job.hostfile is not None
+                hf = run_dir / job.hostfile[0]
+                if not hf.is_file():
+                    hf.write_text(job.hostfile[1])
+                res = run_point(job.point, run_dir, grace)
+                err = (run_dir / job.point.sides[0].stderr).read_text(errors="replace")
+                lost = [h for h in launchers.get(cfg).lost_nodes(err) if h not in dropped]
+                lines, failed, n_ok = collect_round(cfg, job, res, run_dir, lost)
+                for side in (job.point.sides[0].stdout, job.point.sides[0].stderr):
+                    if (run_dir / side).stat().st_size == 0:
+                        (run_dir / side).unlink()  # K files a round otherwise, most empty
+                rec = {"round": r, "rep": rep, "test": test, "dropped": list(dropped),
+                       "exit_codes": res.exit_codes, "timed_out": res.timed_out,
+                       "elapsed_s": round(res.elapsed_s, 3), "pairs_ok": n_ok,
+                       "pairs_failed": [list(ab) for ab in failed], "lost": lost,
+                       "reason": None if res.ok else failure_reason(res, run_dir)}
+                with open(log, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(rec) + "\n")
+                if 0 < len(lost) <= MAX_DROP:
+                    # the launcher ended the round when it lost them: the round again
+                    # without them (their node pairs then get error rows)
+                    state["dropped"] += lost
+                    print(f"fabric: node(s) {', '.join(lost)} lost in round {r}: the round "
+                          "runs again, the scan continues without them (their node pairs "
+                          "are reported failed)", file=sys.stderr)
+                    save()
+                    continue
+                if not n_ok and not res.ok:
+                    stuck += 1
+                    print(f"fabric: r{rep} {test}: round {r}: no node pair ran "
+                          f"({rec['reason']})" + ("; trying once more" if stuck < 2 else
+                                                  "; the scan of this test stops (go on "
+                                                  "with --resume)"), file=sys.stderr)
+                    if stuck >= 2:
+                        break
+                    continue
+                stuck = 0
+                write_round(run_dir / round_dir(rep, test) / f"round{r}.csv", lines)
+                done.add(r)
+                js["complete"] = ranges(done)
+                live = [h for h in cfg.hosts if h not in dropped]
+                drop = strikes.update(failed, live)
+                if 0 < len(drop) <= MAX_DROP:
+                    state["dropped"] += drop
+                    print(f"fabric: node(s) {', '.join(drop)}: node pairs failed in "
+                          f"{STRIKES} rounds in a row: the scan continues without them "
+                          "(their node pairs are reported failed)", file=sys.stderr)
+                elif failed:
+                    print(f"fabric: r{rep} {test}: round {r}: {len(failed)} node pair(s) "
+                          f"failed, e.g. {'-'.join(failed[0])}", file=sys.stderr)
+                save()
+                ran += 1
+                now = time.monotonic()
+                if not quiet and (now - printed >= PRINT_S or r == n):
+                    printed = now
+                    el = now - start
+                    left = n - len(done)
+                    print(f"fabric: r{rep} {test}: round {r}/{n} ({100 * len(done) / n:.1f} "
+                          f"%), {el / ran:.2f} s/round"
+                          + (f", ETA {fmt_s(el / ran * left)}" if left else ""),
+                          file=sys.stderr, flush=True)
+                r += 1
+            save()
+
+
+def _round_lines(path: Path, errors: list[int]) -> Iterator[str]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        f.readline()
+        for raw in f:
+            line = raw.rstrip("\r\n")
+            ps = pattern_status(line)
+            if ps is not None and ps[1] != "ok":
+                errors[0] += 1
+            yield line
+
+
+def assemble_verbs(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
+    """data.csv from the round files, streamed; a round without one gets an error row per
+    size. Returns the error rows."""
+    n = total_rounds(len(cfg.hosts))
+    errors = [0]
+
+    def sources():
+        for js in meta["scan"]["jobs"].values():
+            rep, test = js["rep"], js["test"]
+            done = unranges(js["complete"])
+            for r in range(1, n + 1):
+                path = run_dir / round_dir(rep, test) / f"round{r}.csv"
+                if r in done and path.is_file():
+                    yield _round_lines(path, errors), meta["run_id"], rep
+                    continue
+                why = "not run: the scan stopped before this round"
+                errors[0] += len(cfg.sizes)
+                yield ([error_line("verbs", test, f"scan:{r}", s, 0, "", "", "all", why)
+                        for s in cfg.sizes], meta["run_id"], rep)
+
+    write_data_csv(run_dir / "data.csv", sources())
+    return errors[0]
+
+
+def unfinished(cfg: FabricConfig, meta: dict) -> list[str]:
+    """The (repetition, test) scans with a round not complete."""
+    n = total_rounds(len(cfg.hosts))
+    return [key for key, js in meta["scan"]["jobs"].items()
+            if set(range(1, n + 1)) - unranges(js["complete"])]
