@@ -179,6 +179,21 @@ def test_resume_goes_on_after_the_last_complete_round(tmp_path: Path) -> None:
     assert b[0]["suspect_nodes"] == ["n002"] and b[0]["suspect_links"] == [["n000", "n006"]]
 
 
+def test_a_launch_where_nothing_ran_stops_the_scan_even_if_it_exits_0(tmp_path: Path) -> None:
+    """mpirun without abort-on-failure exits 0 whatever its ranks did: no ok node pair is
+    what says the launch failed (tried once more, then the test's scan stops)."""
+    run, launches, p = scan(tmp_path, 4, {"PB_SIM_FAIL_FROM": "2", "PB_SIM_FAIL_CODE": "0"},
+                            "--confirm", "0", code=1)
+    assert len(launches) == len(TESTS) * (1 + 2)
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["status"] == "incomplete"
+    assert {k: v["complete"] for k, v in meta["scan"]["jobs"].items()} == \
+        {"r1-write_lat": [[1, 1]], "r1-write_bw": [[1, 1]]}
+    assert "round 2: no node pair ran" in p.stderr
+    missing = [r for r in rows(run) if r["pattern"] in ("scan:2", "scan:3")]
+    assert missing and all(r["error"].startswith("not run: the scan stopped") for r in missing)
+
+
 @pytest.mark.parametrize("launcher", ["mpirun", "srun"])
 def test_longest_argument_below_4_kib_at_4096_nodes(launcher: str) -> None:
     hosts = tuple(f"node{i:05d}.cluster.example.org" for i in range(4096))

@@ -32,8 +32,9 @@ rows (a pair row per pair and the scope=all aggregate, host A, peer B, pattern s
                    rows after PB_SIM_DEAD_S seconds (default 0.5, at most --timeout) and the
                    launch exits 1; the round's other pairs are not held up
   PB_SIM_LAUNCHES  append one JSON line per launch there: {"argv": [...], "env": {...}}
-  PB_SIM_FAIL_FROM R: launches of rounds >= R fail before any rank starts (exit 1, no rows:
-                   the allocation ended)
+  PB_SIM_FAIL_FROM R: launches of rounds >= R fail before any rank starts (no rows: the
+                   allocation ended), exit PB_SIM_FAIL_CODE (default 1; 0 as mpirun
+                   without abort-on-failure)
 
 The fabric (environment):
   PB_SIM_SLOW      "HOST=F,HOSTA~HOSTB=F,...": a node F times slower on every link (latency
@@ -263,7 +264,7 @@ def verbs_round(hosts: list[str], opts: dict[str, str]) -> int:
     if fail_from and rnd >= fail_from:
         print("srun: error: Unable to create step for job 4711: Job/step already completing "
               "or completed", file=sys.stderr)
-        return 1
+        return int(os.environ.get("PB_SIM_FAIL_CODE", "1"))
     test, sizes = opts["--test"], parse_sizes(opts.get("--sizes", "8"))
     listed = [ln.split()[0] for ln in Path(opts["--scan-hosts"]).read_text().splitlines()
               if ln.strip()]

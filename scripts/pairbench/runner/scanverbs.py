@@ -19,7 +19,8 @@ when the round is over: rows flushed per round, `--resume` goes on with the roun
 have none. A node the launcher reports lost, or whose node pairs failed in STRIKES rounds
 in a row, is left out of the following rounds (--scan R,skip=POS; its node pairs get error
 rows; a node lost during a round: the round runs again without it); a launch that produced
-no row at all is tried once more, then that test's scan stops (resumable). data.csv is
+no ok node pair at all is tried once more, then that test's scan stops (resumable; the
+launch's exit code does not tell: mpirun without abort-on-failure exits 0). data.csv is
 assembled from the round files, streamed.
 
 pairbench.runner.scan calls this module (the configuration and Job: pairbench.runner.scancfg).
@@ -192,6 +193,15 @@ def collect_round(cfg: FabricConfig, job: Job, res: PointResult, run_dir: Path,
     return lines, failed, n_ok
 
 
+def failure_text(lines: list[str]) -> str:
+    """The error text of the first error row of a round's lines."""
+    for line in lines:
+        cells = split_line(line)
+        if cells[IDX["status"]] != "ok":
+            return cells[IDX["error"]]
+    return ""
+
+
 def write_round(path: Path, lines: list[str]) -> None:
     """The round's file, whole or not at all (a temporary file renamed)."""
     tmp = path.with_name(path.name + ".tmp")
@@ -265,12 +275,14 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
                           "are reported failed)", file=sys.stderr)
                     save()
                     continue
-                if not n_ok and not res.ok:
+                if not n_ok and (failed or not res.ok):
+                    # (mpirun without abort-on-failure exits 0 whatever its ranks did: the
+                    # rows say whether anything ran)
                     stuck += 1
+                    then = ("; trying once more" if stuck < 2 else
+                            "; the scan of this test stops (go on with --resume)")
                     print(f"fabric: r{rep} {test}: round {r}: no node pair ran "
-                          f"({rec['reason']})" + ("; trying once more" if stuck < 2 else
-                                                  "; the scan of this test stops (go on "
-                                                  "with --resume)"), file=sys.stderr)
+                          f"({rec['reason'] or failure_text(lines)}){then}", file=sys.stderr)
                     if stuck >= 2:
                         break
                     continue
