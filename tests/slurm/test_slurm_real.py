@@ -306,6 +306,56 @@ def test_srun_without_pmix_fails_as_an_error_row(cluster: dict, tmp_path: Path) 
     assert rows and all(r["status"] == "error" and r["error"] for r in rows), rows
 
 
+def test_verbs_scan_round_through_srun(cluster: dict, tmp_path: Path) -> None:
+    """A verbs fabric scan's round through the real srun (issue 24): the launch the driver
+    builds (Srun.rank_job) puts rank i on the node of line i of the host file, whatever
+    Slurm's own node order (the file lists them unsorted); each pairbench-verbs rank finds
+    its side and peer of the round from SLURM_PROCID and the file (then stops: these nodes
+    have no RDMA device); a failing rank ends no other. The driver's whole scan then stops
+    after round 1 tried twice (no node pair ran), its rows error rows naming both nodes."""
+    from pairbench.runner import launchers
+    from pairbench.runner.scancfg import FabricConfig
+    from pairbench.runner.schedule import tournament
+
+    verbs = BIN_DIR / "pairbench-verbs"
+    if not verbs.is_file():
+        pytest.skip(f"{verbs} is not built")
+    env = cluster["env"]
+    order = ("node4", "node2", "node1", "node3")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"{h}\n" for h in order))
+    cfg = FabricConfig(layer="verbs", launcher="srun", hosts=order, tests=("write_lat",),
+                       sizes=(8,), binary=str(verbs), run_dir=str(tmp_path))
+    probe = ["sh", "-c", 'echo "$SLURM_PROCID $(hostname)"; [ "$SLURM_PROCID" = 1 ] && '
+             'exit 3; sleep 1; echo "$SLURM_PROCID still ran"']
+    argv, extra = launchers.get(cfg).rank_job(probe, str(hosts))
+    out = subprocess.run(argv, capture_output=True, text=True, env={**env, **dict(extra)},
+                         timeout=120, check=False).stdout.split("\n")
+    assert {f"{i} {h}" for i, h in enumerate(order)} <= set(out), out
+    assert {"0 still ran", "2 still ran", "3 still ran"} <= set(out), out
+    for r, rnd in enumerate(tournament(order), start=1):
+        argv, extra = launchers.get(cfg).rank_job(
+            [str(verbs), "--scan", str(r), "--scan-hosts", str(hosts), "-o",
+             str(tmp_path / "r.%r.csv")], str(hosts))
+        err = subprocess.run(argv, capture_output=True, text=True, env={**env, **dict(extra)},
+                             timeout=120, check=False).stderr
+        for a, b in rnd:
+            i, j = order.index(a), order.index(b)
+            assert f"node {a} (SLURM_PROCID={i}) is side A of {a}-{b}: the client" in err, err
+            assert f"node {b} (SLURM_PROCID={j}) is side B of {a}-{b}: the server" in err, err
+    proc = subprocess.run([sys.executable, "-m", "pairbench", "fabric", "--layer", "verbs",
+                           "--launcher", "srun", "--hosts", ",".join(order), "--test",
+                           "write_lat", "-s", "8", "--timeout", "20", "--confirm", "0",
+                           "--binary", str(verbs), "--results-dir", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 1 and "round 1: no node pair ran" in proc.stderr, proc.stderr
+    run = Path(proc.stdout.split()[-1])
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["status"] == "incomplete"
+    rows = list(csv.DictReader((run / "data.csv").read_text().splitlines()))
+    assert rows and all(r["status"] == "error" for r in rows)
+
+
 def test_run_propagates_exit_code() -> None:
     """`run` on another prefix: the command's exit code comes back, all is gone after."""
     env = {**os.environ, "PB_NETNS_PREFIX": "pbu", "PB_NETNS_NET": "10.217.0",
