@@ -92,3 +92,47 @@ def test_degraded_node_is_named_and_nothing_else(nodes: None, tmp_path: Path) ->
 def test_healthy_fabric_flags_nothing(nodes: None, tmp_path: Path) -> None:
     v = scan(tmp_path)[0]
     assert (v["suspect_nodes"], v["suspect_links"]) == ([], []), v
+
+
+VERBS_BIN = MPI_BIN.with_name("pairbench-verbs")
+
+
+@pytest.mark.parametrize("nodes", [()], indirect=True)
+def test_verbs_scan_round_placement_through_mpirun(nodes: None, tmp_path: Path) -> None:
+    """A verbs fabric scan's round through the real mpirun across the emulated nodes (issue
+    24): the launch the driver builds (Mpirun.rank_job) puts rank i on the node of line i of
+    the host file (listed unsorted), a failing rank ends no other
+    (orte_abort_on_non_zero_status 0), and each pairbench-verbs rank finds its side and peer
+    of the round from OMPI_COMM_WORLD_RANK and the file (then stops: no RDMA device)."""
+    from pairbench.runner import launchers
+    from pairbench.runner.scancfg import FabricConfig
+    from pairbench.runner.schedule import tournament
+
+    if not VERBS_BIN.is_file():
+        pytest.skip(f"{VERBS_BIN} is not built yet")
+    order = tuple(f"10.216.0.{i}" for i in (3, 1, 4, 2))
+    cfg = FabricConfig(layer="verbs", launcher="mpirun", hosts=order, tests=("write_lat",),
+                       sizes=(8,), binary=str(VERBS_BIN), run_dir=str(tmp_path),
+                       launcher_args=tuple(netns("mca-args").stdout.split()), as_root=True)
+    launcher = launchers.get(cfg)
+    hosts = tmp_path / "hosts"
+    hosts.write_text(launcher.hostfile_text(1))
+    env = {**os.environ, **dict(launcher.env())}
+    probe = ["sh", "-c", 'echo "$OMPI_COMM_WORLD_RANK $(ip -4 -o addr | grep -o '
+             '"10\\.216\\.0\\.[0-9]*" | head -1)"; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && exit 3; '
+             'sleep 1; echo "$OMPI_COMM_WORLD_RANK still ran"']
+    argv, extra = launcher.rank_job(probe, str(hosts))
+    out = subprocess.run(argv, capture_output=True, text=True, env={**env, **dict(extra)},
+                         timeout=120, check=False).stdout.split("\n")
+    assert {f"{i} {h}" for i, h in enumerate(order)} <= set(out), out
+    assert {"0 still ran", "2 still ran", "3 still ran"} <= set(out), out
+    r, rnd = 2, tournament(order)[1]
+    argv, extra = launcher.rank_job([str(VERBS_BIN), "--scan", str(r), "--scan-hosts",
+                                     str(hosts), "-o", str(tmp_path / "r.%r.csv")],
+                                    str(hosts))
+    err = subprocess.run(argv, capture_output=True, text=True, env={**env, **dict(extra)},
+                         timeout=120, check=False).stderr
+    for a, b in rnd:
+        i, j = order.index(a), order.index(b)
+        assert f"node {a} (OMPI_COMM_WORLD_RANK={i}) is side A of {a}-{b}: the client" in err
+        assert f"node {b} (OMPI_COMM_WORLD_RANK={j}) is side B of {a}-{b}: the server" in err
