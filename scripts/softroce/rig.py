@@ -39,6 +39,7 @@ from vm import (
     guest_cpu,
     kill,
     log,
+    prioritise,
     procutil,
     read_status,
     repo_root,
@@ -213,6 +214,7 @@ def run_vm(argv: list[str], ctrl: str, deadline: float, args) -> tuple[int, floa
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except OSError as e:
         raise RigError(f"start VM: cannot run {argv[0]}: {e.strerror}") from e
+    prioritise(proc)
     pumps = [procutil.start_copy(src, procutil.fd_writer(dst))
              for src, dst in ((proc.stdout, 1), (proc.stderr, 2))]
 

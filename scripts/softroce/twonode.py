@@ -72,6 +72,7 @@ def start(nodes: list[Node], out_lock: threading.Lock, err_lock: threading.Lock)
         except OSError as e:
             raise RigError(f"start VM of node {node.index}: cannot run {node.argv[0]}: "
                            f"{e.strerror}") from e
+        vm.prioritise(node.proc)
         # stdout lines unprefixed (data), stderr lines tagged with the node.
         node.pumps = [
             procutil.start_copy(node.proc.stdout, procutil.fd_writer(1, out_lock), by_line=True),

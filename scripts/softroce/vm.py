@@ -182,6 +182,30 @@ def vng_argv(args, root: str, ctrl: str, kernel: str) -> list[str]:
 KILL_GRACE_S = 10.0  # a VM or COMMAND: SIGTERM, then SIGKILL after this long
 
 
+def prioritise(proc: subprocess.Popen) -> None:
+    """PB_RIG_AUTOGROUP_NICE=N (e.g. -10; scripts/test-all sets it for its VM lane): the VM's
+    session (vng and its qemu, started with start_new_session) gets that nice as a scheduler
+    autogroup.  With autogroups (kernel.sched_autogroup_enabled, on in Debian's kernels) every
+    session competes for the CPU as one unit, whatever its processes' nice: a busy job beside
+    the rig (each pairbench or MPI job is a session of its own) otherwise takes an equal share
+    from the guest, whose timeouts run on the wall clock.  Nothing happens without the
+    variable; a kernel without autogroups or a refusal is one note."""
+    want = os.environ.get("PB_RIG_AUTOGROUP_NICE", "").strip()
+    if not want:
+        return
+    try:
+        nice = int(want)
+        if not -20 <= nice <= 19:
+            raise ValueError
+    except ValueError:
+        raise RigError(f"PB_RIG_AUTOGROUP_NICE={want!r}: not a nice value (-20..19)") from None
+    try:
+        with open(f"/proc/{proc.pid}/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError as e:
+        log(f"note: cannot set the VM's autogroup nice to {nice}: {e.strerror or e}")
+
+
 def kill(proc: subprocess.Popen | None) -> None:
     """Stop a VM (vng and its qemu) or a command: its whole process group, reaped."""
     if proc is not None:

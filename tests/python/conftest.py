@@ -59,19 +59,16 @@ IN_PROCESS = frozenset({"compare", "accept", "noise", "show", "plot", "report"})
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-        timeout: float = 300, nice: int = 0) -> subprocess.CompletedProcess:
+        timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python -m pairbench ARGS` as a user would (scripts/ on PYTHONPATH); the
-    subcommands in IN_PROCESS in this process, with the same exit code and output.
-    nice: the process and everything it starts that much nicer than this one (a job that
-    would otherwise take the whole machine from the tests beside it)."""
+    subcommands in IN_PROCESS in this process, with the same exit code and output."""
     full = dict(os.environ)
     full["PYTHONPATH"] = str(SCRIPTS)
     full.update(env or {})
-    if args and args[0] in IN_PROCESS and not nice:
+    if args and args[0] in IN_PROCESS:
         return _cli_in_process(list(args), full, cwd)
     return subprocess.run([sys.executable, "-m", "pairbench", *args], capture_output=True,
-                          text=True, env=full, cwd=cwd, timeout=timeout, check=False,
-                          preexec_fn=(lambda: os.nice(nice)) if nice else None)
+                          text=True, env=full, cwd=cwd, timeout=timeout, check=False)
 
 
 def _cli_in_process(args: list[str], env: dict[str, str],
