@@ -27,6 +27,8 @@ SUBCOMMANDS = {
                    "PNG, and exit 1 on console messages"),
     "fabric": ("fabric", "run_fabric", "scan every node pair of K nodes in rounds of disjoint "
                "pairs: matrix, heatmap, suspect links and nodes"),
+    "reframe": ("reframe", "run_reframe", "a run's medians as ReFrame performance values or "
+                "a ReFrame reference table (JSON)"),
     "default": ("default", "run_default", "the embedded default run (verbs on the Soft-RoCE "
                 "rig, MPI on this node, plots, reports); also `pairbench` alone"),
 }
