@@ -74,10 +74,11 @@ static long vb_scan_hosts(struct vb_params *p, long self, long peer)
 			fclose(f);
 			return -EINVAL;
 		}
+		/* memcpy of the checked length: snprintf would draw -Wformat-truncation at -O0 */
 		if (n == self)
-			snprintf(p->host_name, sizeof(p->host_name), "%s", name);
+			memcpy(p->host_name, name, strlen(name) + 1);
 		if (n == peer) {
-			snprintf(p->peer_name, sizeof(p->peer_name), "%s", name);
+			memcpy(p->peer_name, name, strlen(name) + 1);
 			snprintf(p->peer_addr, sizeof(p->peer_addr), "%s", words > 1 && !strchr(addr, '=') ? addr : name);
 		}
 		if (++n > VB_SCAN_MAX_NODES)
