@@ -5,7 +5,9 @@ the `extras` and `features` below to its own partitions instead (docs/integratio
 
 import os
 
-_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+         # more ranks than cores here: a waiting rank yields its core
+         "OMPI_MCA_mpi_yield_when_idle": "1"}
 
 site_configuration = {
     "systems": [
