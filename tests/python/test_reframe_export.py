@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean_error, cli
 
+from conftest import assert_clean_error, cli
 from pairbench.commands.reframe import bounds, size_token, variable_name
 from pairbench.contract.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
 
