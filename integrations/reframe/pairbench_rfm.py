@@ -237,5 +237,4 @@ class PairbenchFabricScan(PairbenchBase):
         self.num_tasks_per_node = self.ranks_per_node
 
     def pb_args(self, test: str) -> list[str]:
-        return [*super().pb_args(test), "--pattern", "scan", "--pairs",
-                str(self.ranks_per_node)]
+        return [*super().pb_args(test), "--pattern", "scan"]  # the pattern decides the pairs
