@@ -45,6 +45,22 @@ site_configuration = {
         },
     ],
     "environments": [{"name": "pbenv", "cc": "cc"}],
+    # ReFrame's default log is a new /tmp/rfm-*.log per session, never removed: name it
+    "logging": [{
+        "level": "debug",
+        "handlers": [
+            {"type": "stream", "name": "stdout", "level": "info", "format": "%(message)s"},
+            {"type": "file", "name": os.environ.get("PB_RFM_LOG", "reframe.log"),
+             "level": "debug", "append": False,
+             "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s"},
+        ],
+        "handlers_perflog": [{
+            "type": "filelog", "prefix": "%(check_system)s/%(check_partition)s",
+            "level": "info", "append": True,
+            "format": "%(check_job_completion_time)s|%(check_info)s|%(check_perfvalues)s",
+            "format_perfvars": "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s "
+                               "(ref %(check_perf_ref)s)|"}],
+    }],
     "general": [{"check_search_recursive": True,
                  "report_file": os.environ.get("PB_RFM_REPORT",
                                                "${HOME}/.reframe/reports/run-report-{sessionid}.json")}],
