@@ -3,9 +3,10 @@ pairbench-mpi and mpirun on K = 32 emulated nodes (scripts/netns-nodes --nodes 3
 prefix pbq, net 10.218.0; 1 rank per node), node7's link limited by tbf (20 Mbit/s: a bad
 cable at the node). The executable computes the tournament (--pattern scan), the hosts
 travel in a hostfile: every one of the 496 node pairs is measured exactly once, the rows
-are labelled scan:1..scan:31, and node7 is the only suspect and is confirmed by the
-confirmation rounds. Never asserts a speed (tolerance 0.9: suspect below 10 % of the
-reference; the limit is ~1 % of an unlimited veth here).
+are labelled scan:1..scan:31, and node7 is the only suspect node and the only thing the
+confirmation rounds confirm (a healthy link flagged by a starved round is not). Never
+asserts a speed (tolerance 0.9: suspect below 10 % of the reference; the limit is ~1 % of
+an unlimited veth here).
 Needs root, iproute2, mpirun and a pairbench-mpi with --pattern scan
 (PAIRBENCH_BIN_DIR, default build/bin)."""
 
@@ -85,5 +86,7 @@ def test_32_real_nodes_every_pair_once_slow_node_found_and_confirmed(
     v = json.loads((run / "fabric.json").read_text())["verdicts"][0]
     assert v["links_measured"] == v["links_expected"] == K * (K - 1) // 2
     assert v["suspect_nodes"] == ["node7"], v["suspect_nodes"]
-    assert v["suspect_links"] == []
-    assert v["confirmed"] == ["node7"], v["confirmation"]
+    # Beside test-all's other work (the rig's VMs have the CPU first) a round now and then
+    # runs starved and flags a healthy link (4 of 496 once): that is what the confirmation
+    # rounds are for. Nothing but node7 may come out of them confirmed.
+    assert v["confirmed"] == ["node7"], (v["suspect_links"], v["confirmation"])
