@@ -240,9 +240,6 @@ def fabric(env: dict, results: Path, launcher: str, largs: str,
             "--launcher", launcher, "--hosts", ",".join(FABRIC_NODES),
             "--test", ",".join(FABRIC_TESTS), "--sizes", ",".join(map(str, FABRIC_SIZES)),
             "-n", "20", "-w", "2", "--pin", "none", "--timeout", "60",
-            # a start-up deadline of 180 s, not 60: test-all runs this beside the rig's VMs,
-            # which have the CPU first, and one job's start-up took longer than 60 s there
-            "--exe-args", "--startup-timeout 180",
             f"--launcher-args={largs}", "--binary", str(MPI_BIN), "--results-dir", str(results)]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600,
                           check=False)
