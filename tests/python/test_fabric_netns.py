@@ -94,6 +94,23 @@ def test_healthy_fabric_flags_nothing(nodes: None, tmp_path: Path) -> None:
     assert (v["suspect_nodes"], v["suspect_links"]) == ([], []), v
 
 
+@pytest.mark.parametrize("nodes", [()], indirect=True)
+def test_no_address_resolution_on_the_emulated_fabric(nodes: None) -> None:
+    """Every node knows every other node's and the bridge's MAC for good, and the bridge
+    every node's: an ARP answered late by a starved kernel left entries FAILED, a TCP
+    connect() made then failed and Open MPI's TCP BTL hung the scan (netns-nodes)."""
+    def entries(*where: str) -> dict[str, str]:
+        out = subprocess.run(["ip", *where], capture_output=True, text=True, check=True).stdout
+        return {line.split()[0]: line for line in out.splitlines()}
+    every = {f"10.216.0.{j}" for j in range(1, 5)}
+    for i in range(1, 5):
+        got = entries("-n", f"pbf-node{i}", "neigh", "show", "dev", "eth0")
+        assert set(got) == every - {f"10.216.0.{i}"} | {"10.216.0.254"}, got
+        assert all(line.split()[-1] == "PERMANENT" for line in got.values()), got
+    got = entries("neigh", "show", "dev", "pbf-br")
+    assert set(got) == every and all(line.split()[-1] == "PERMANENT" for line in got.values()), got
+
+
 VERBS_BIN = MPI_BIN.with_name("pairbench-verbs")
 
 
