@@ -74,7 +74,9 @@ def pair_links(rs: list[dict], test: str = "write_bw", size: str = "8") -> Count
 @pytest.mark.parametrize("launcher,k", [("mpirun", 9), ("srun", 8)])
 def test_one_launch_per_round_every_node_pair_once(tmp_path: Path, launcher: str,
                                                    k: int) -> None:
-    run, launches, _ = scan(tmp_path, k, {"PB_SIM_SLOW": "n003=3"}, launcher=launcher)
+    # (the confirmation rounds' launches: test_confirmation_rounds_confirm_real_suspects_...)
+    run, launches, _ = scan(tmp_path, k, {"PB_SIM_SLOW": "n003=3"}, "--confirm", "0",
+                            launcher=launcher)
     n = total_rounds(k)
     assert len(launches) == n * len(TESTS)  # one launch per round and test, not per pair
     rounds = [re.sub(r",.*", "", a["argv"][a["argv"].index("--scan") + 1]) for a in launches]
@@ -192,6 +194,49 @@ def test_a_launch_where_nothing_ran_stops_the_scan_even_if_it_exits_0(tmp_path: 
     assert "round 2: no node pair ran" in p.stderr
     missing = [r for r in rows(run) if r["pattern"] in ("scan:2", "scan:3")]
     assert missing and all(r["error"].startswith("not run: the scan stopped") for r in missing)
+
+
+@pytest.mark.parametrize("launcher", ["mpirun", "srun"])
+def test_confirmation_rounds_confirm_real_suspects_not_a_disturbance(tmp_path: Path,
+                                                                     launcher: str) -> None:
+    """After the scan the suspects are re-measured (--confirm 2), one launch per round of
+    disjoint node pairs (round 1 of the tournament over a host file ordered so that it pairs
+    exactly those, side A first): the slow node against 3 healthy peers, each suspect link
+    twice; a link slow only during the scan (PB_SIM_TRANSIENT) is a suspect of the scan but
+    not confirmed. Both values are kept."""
+    env = {"PB_SIM_SLOW": "n005=3,n002~n009=2", "PB_SIM_TRANSIENT": "n011~n014=3"}
+    run, launches, _ = scan(tmp_path, 16, env, "--confirm", "2", launcher=launcher)
+    scan_launches, conf = launches[:15 * len(TESTS)], launches[15 * len(TESTS):]
+    assert all("/confirm-" not in a["argv"][a["argv"].index("--output") + 1]
+               for a in scan_launches)
+    # 5 node pairs (2 links, n005 x 3 peers) in 3 rounds of disjoint pairs, x 2 repeats x 2 tests
+    want = [{("n002", "n009"), ("n011", "n014"), ("n000", "n005")}, {("n001", "n005")},
+            {("n003", "n005")}]
+    assert len(conf) == len(want) * 2 * len(TESTS)
+    for i, a in enumerate(conf):
+        argv = a["argv"]
+        assert argv[argv.index("--scan") + 1] == "1"
+        hosts = Path(argv[argv.index("--scan-hosts") + 1]).read_text().split()
+        hosts = hosts[::2] if launcher == "mpirun" else hosts
+        got = {(hosts[x], hosts[y]) for x, y in scanverbs.round_links(len(hosts), 1)}
+        assert got == want[i % len(want)], (i, hosts)
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["confirm"]["repeats"] == 2 and set(meta["confirm"]["tests"]) == set(TESTS)
+    with open(run / "raw" / "confirm-write_bw-1.csv") as f:
+        crs = list(csv.DictReader(f))
+    assert {r["pattern"] for r in crs} == {"confirm:1", "confirm:2", "confirm:3"}
+    assert {r["status"] for r in crs} == {"ok"}
+    assert not list((run / "raw").rglob("round1.*.csv"))  # the ranks' files merged
+    fab = json.loads((run / "fabric.json").read_text())["verdicts"]
+    assert len(fab) == 4
+    for v in fab:
+        assert v["suspect_nodes"] == ["n005"], v
+        assert v["suspect_links"] == [["n002", "n009"], ["n011", "n014"]], v
+        assert sorted(v["confirmed"]) == ["n002~n009", "n005"], v["confirmation"]
+        c = v["confirmation"]
+        assert c["n011~n014"]["confirmed"] is False
+        assert c["n002~n009"]["measurements"] == 2
+        assert c["node n005"]["measurements"] == 6 and len(c["node n005"]["peers"]) == 3
 
 
 @pytest.mark.parametrize("launcher", ["mpirun", "srun"])

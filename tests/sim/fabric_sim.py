@@ -40,7 +40,8 @@ The fabric (environment):
   PB_SIM_SLOW      "HOST=F,HOSTA~HOSTB=F,...": a node F times slower on every link (latency
                    x F, bandwidth / F), or one link (a bad cable)
   PB_SIM_TRANSIENT like PB_SIM_SLOW, but only during the scan's rounds (a disturbance
-                   that confirmation rounds do not see again)
+                   that confirmation rounds do not see again; a verbs confirmation launch
+                   is one whose --output lies in a raw/confirm-* folder)
   PB_SIM_NOISE     relative noise, uniform in [1 - n, 1 + n] per node pair, size and round
                    (default 0.05)
   PB_SIM_SEED      the noise's seed (default 1): values depend only on (seed, test, size,
@@ -224,7 +225,7 @@ def write_round(out, test: str, label: str, rnd: int, sizes: list[int],
 
 
 def verbs_rows(test: str, label: str, rnd: int, sizes: list[int], pairs: int, ha: str,
-               hb: str, fab: Fabric, dead: bool) -> list[str]:
+               hb: str, fab: Fabric, dead: bool, scan: bool = True) -> list[str]:
     """What pairbench-verbs --scan's client on ha (peer hb) writes for one round."""
     bw = test.endswith("_bw")
     link = zlib.crc32(f"{min(ha, hb)}~{max(ha, hb)}".encode())
@@ -242,7 +243,7 @@ def verbs_rows(test: str, label: str, rnd: int, sizes: list[int], pairs: int, ha
             continue
         key = mix(fab.seed) ^ mix(sum(map(ord, test)) * 1_000_003 + size) ^ mix((link << 20) ^ rnd)
         base = 100.0 * size / (size + 8192) if bw else 1.2 + size / 12500.0
-        f = fab.factor(ha, hb, key)
+        f = fab.factor(ha, hb, key, scan)
         v = base / f if bw else base * f
         metric = ({"bw_gbit_s": f"{v:.6g}", "bw_mbyte_s": f"{v * 125:.6g}"} if bw else
                   {"lat_kind": "half_rtt", "lat_us_min": f"{0.95 * v:.6g}",
@@ -287,7 +288,7 @@ def verbs_round(hosts: list[str], opts: dict[str, str]) -> int:
             dead.append((a, ha, hb))
             continue
         lines = verbs_rows(test, label, rnd, sizes, int(opts.get("--pairs", "1")), ha, hb,
-                           fab, False)
+                           fab, False, scan="/confirm-" not in out)
         Path(out.replace("%r", str(a))).write_text(",".join(COLUMNS) + "\n" +
                                                    "".join(f"{ln}\n" for ln in lines))
     if dead and not lost:

@@ -400,7 +400,7 @@ def _fabric_results(run: Path | None, df: pd.DataFrame | None, spec: dict, tol: 
 
 def _said(v, key: str) -> str:
     """A suspect's state after the confirmation rounds: confirmed, unconfirmed (re-measured
-    within the floor) or untested (not re-measured: --confirm 0, a verbs scan, more
+    within the floor) or untested (not re-measured: --confirm 0, a verbs scan through ssh, more
     suspects than the rounds take)."""
     c = v.confirmation.get(key)
     return "untested" if c is None else ("confirmed" if c["confirmed"] else "unconfirmed")

@@ -22,6 +22,8 @@ from pairbench.runner.exeopts import add_exe_arguments, exe_values
 from pairbench.runner.rundir import repo_root
 from pairbench.runner.scan import (
     FabricConfig,
+    can_confirm,
+    config_from,
     confirm_scan,
     default_tests,
     resume_scan,
@@ -48,10 +50,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "heatmap and matrix ordered by leaf, rack, then name with the groups' "
                    "boundaries, each suspect's group reported (default: by node name; a "
                    "--resume or --render uses the scan's own unless given)")
-    p.add_argument("--confirm", type=int, default=2, metavar="N", help="MPI: re-measure "
+    p.add_argument("--confirm", type=int, default=2, metavar="N", help="re-measure "
                    "each suspect link, and each suspect node against 3 healthy peers, N "
-                   "times in extra rounds of disjoint pairs after the scan; the report says "
-                   "which suspects are confirmed (0: off; default 2)")
+                   "times in extra rounds of disjoint pairs after the scan (MPI scans, and "
+                   "verbs scans through mpirun or srun: one launch per round); the report "
+                   "says which suspects are confirmed (0: off; default 2)")
     p.add_argument("--dry-run", action="store_true", help="print the rounds, the launches "
                    "and an estimated time; run nothing")
     p.add_argument("--test", default=None, help="comma-separated tests (default: the "
@@ -158,8 +161,8 @@ def run_fabric(ns: argparse.Namespace) -> int:
             return 0
         run_dir, tol, z = new_dir, ns.tolerance, ns.z
     lk, pairs = suspects_to_confirm(run_dir, tol, z)
-    if ns.confirm > 0 and any(pairs.values()) and json.loads(
-            (run_dir / "metadata.json").read_text())["config"]["layer"] == "mpi":
+    if ns.confirm > 0 and any(pairs.values()) and can_confirm(config_from(
+            json.loads((run_dir / "metadata.json").read_text()))):
         confirm_scan(run_dir, pairs, ns.confirm)
     summary = write_outputs(run_dir, tol, z, lk, topo)
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")

@@ -431,8 +431,7 @@ def resume_scan(run_dir: Path) -> tuple[int, FabricConfig]:
         raise UsageError(f"--resume {run_dir}: no readable metadata.json ({exc})") from None
     if meta.get("kind") != "pairbench fabric" or "config" not in meta:
         raise UsageError(f"--resume {run_dir}: not a fabric scan")
-    c = meta["config"]
-    cfg = FabricConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
+    cfg = config_from(meta)
     if cfg.layer != "mpi" and not launchers.get(cfg).jobs:
         raise UsageError("--resume continues MPI scans and verbs scans through mpirun or "
                          "srun (a verbs scan through ssh reruns its node pairs)")
@@ -525,14 +524,27 @@ def confirm_job(cfg: FabricConfig, test: str, pairs: list[tuple[str, str]],
                hostfile=(hostfile, launcher.hostfile_text(cfg.ranks_per_node)))
 
 
+def config_from(meta: dict) -> FabricConfig:
+    """The scan's configuration as its metadata.json keeps it."""
+    return FabricConfig(**{k: tuple(v) if isinstance(v, list) else v
+                           for k, v in meta["config"].items()})
+
+
+def can_confirm(cfg: FabricConfig) -> bool:
+    """Whether the scan's suspects can be re-measured: MPI scans, and verbs scans through a
+    launcher that starts a round at once (mpirun, srun: scanverbs.confirm_verbs); a verbs
+    scan through ssh (one launch per node pair) is not (docs/fabric.md)."""
+    return cfg.layer == "mpi" or bool(launchers.get(cfg).jobs)
+
+
 def confirm_scan(run_dir: Path, pairs: dict[str, list[tuple[str, str]]],
                  repeats: int) -> dict:
     """Re-measure the suspects' node pairs of each test (pairs: test -> node pairs, at most
-    CONFIRM_MAX_PAIRS each) `repeats` times; rows in raw/confirm-TEST.csv, what ran in
-    metadata.json["confirm"]. Returns that record."""
+    CONFIRM_MAX_PAIRS each) `repeats` times; rows in raw/confirm-TEST-REPEAT.csv, what ran
+    in metadata.json["confirm"]. Returns that record. MPI: one job per repeat; verbs
+    (mpirun, srun): one launch per round of disjoint pairs (scanverbs.confirm_verbs)."""
     meta = json.loads((run_dir / "metadata.json").read_text())
-    c = meta["config"]
-    cfg = FabricConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
+    cfg = config_from(meta)
     rec: dict = {"repeats": repeats, "tests": {}}
     grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
     for test, ps in pairs.items():
@@ -544,6 +556,10 @@ def confirm_scan(run_dir: Path, pairs: dict[str, list[tuple[str, str]]],
               f"x {repeats}", file=sys.stderr)
         jobs = []
         for i in range(1, repeats + 1):
+            if cfg.layer == "verbs":  # one launch per round of disjoint pairs
+                jobs += scanverbs.confirm_verbs(cfg, test, confirm_rounds(
+                    ps[:CONFIRM_MAX_PAIRS], 1), i, run_dir, grace)
+                continue
             job = confirm_job(cfg, test, ps[:CONFIRM_MAX_PAIRS], i)
             assert job.hostfile is not None
             (run_dir / job.hostfile[0]).write_text(job.hostfile[1])

@@ -69,12 +69,14 @@ def hostfile_name(dropped: tuple[str, ...]) -> str:
 
 def round_job(cfg: FabricConfig, rep: int, test: str, rnd: int,
               dropped: tuple[str, ...] = (),
-              live: tuple[Launcher, str] | None = None) -> Job:
+              live: tuple[Launcher, str] | None = None,
+              files: tuple[str, str] | None = None) -> Job:
     """The launch of round rnd of one (repetition, test): one rank per live node. live:
-    the launcher over the live nodes and its host file's text (computed once per plan)."""
+    the launcher over the live nodes and its host file's text (computed once per plan);
+    files: (folder of the ranks' files, host file), by default the scan's."""
     pos = {h: i for i, h in enumerate(cfg.hosts)}
     launcher, text = live or live_launcher(cfg, dropped)
-    sub, hostfile = round_dir(rep, test), hostfile_name(dropped)
+    sub, hostfile = files or (round_dir(rep, test), hostfile_name(dropped))
     spec = str(rnd) + (",skip=" + ",".join(str(pos[h]) for h in sorted(dropped, key=pos.get))
                        if dropped else "")
     exe = [cfg.binary, "--test", test, "--sizes", ",".join(map(str, cfg.sizes)),
@@ -158,7 +160,7 @@ def collect_round(cfg: FabricConfig, job: Job, res: PointResult, run_dir: Path,
     skip = sorted(pos[h] for h in job.dropped)
     live = [p for p in range(k) if p not in set(skip)]
     node = {p: j for j, p in enumerate(live)}
-    sub = run_dir / round_dir(job.point.repetition, test)
+    sub = run_dir / Path(job.point.sides[0].stdout).parent  # the ranks' files (round_job)
     label, pairs = f"scan:{rnd}", cfg.ranks_per_node
     want = [str(s) for s in cfg.sizes]
     job_why = failure_reason(res, run_dir) or "no rows from the client"
@@ -313,6 +315,51 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
                           file=sys.stderr, flush=True)
                 r += 1
             save()
+
+
+def confirm_order(pairs: list[tuple[str, str]]) -> list[str]:
+    """The hosts of one confirmation launch (disjoint node pairs, side A first) in the order
+    in which round 1 of the tournament over them pairs exactly these, each first node as
+    side A: round 1 meets position i with position 2n-1-i (core/pb_scan.c; round_links
+    says which of the two is side A)."""
+    order = [""] * (2 * len(pairs))
+    for (pa, pb), (a, b) in zip(round_links(len(order), 1), pairs, strict=True):
+        order[pa], order[pb] = a, b
+    return order
+
+
+def confirm_verbs(cfg: FabricConfig, test: str, rounds: list[list[tuple[str, str]]],
+                  repeat: int, run_dir: Path, grace: float) -> list[dict]:
+    """Re-measure the node pairs of `rounds` (each a list of disjoint node pairs, side A
+    first) once: one launch per round, round 1 of the tournament over the round's hosts in
+    confirm_order (pairbench-verbs --scan 1, the scan's own path). Their rows, as a scan
+    round's (the clients' ok rows, the node pair's aggregate as scope=node naming the peer,
+    an error row per size for a node pair that did not run), labelled confirm:I, go to
+    raw/confirm-TEST-REPEAT.csv, where analysis.outliers.judge_scan reads them. Returns a
+    record per launch (for metadata.json["confirm"])."""
+    name = f"confirm-{test}-{repeat}"
+    lines: list[str] = []
+    recs: list[dict] = []
+    for i, rnd in enumerate(rounds, 1):
+        sub_cfg = replace(cfg, hosts=tuple(confirm_order(rnd)))
+        files = (f"raw/{name}-{i}", f"raw/{name}-{i}.hosts")
+        job = round_job(sub_cfg, repeat, test, 1, files=files)
+        assert job.hostfile is not None
+        (run_dir / files[0]).mkdir(parents=True, exist_ok=True)
+        (run_dir / job.hostfile[0]).write_text(job.hostfile[1])
+        res = run_point(job.point, run_dir, grace)
+        got, failed, n_ok = collect_round(sub_cfg, job, res, run_dir, [])
+        for line in got:
+            cells = split_line(line)
+            cells[IDX["pattern"]] = f"confirm:{i}"
+            lines.append(_to_line(cells))
+        recs.append({"csv": f"raw/{name}.csv", "argv": list(job.point.sides[0].argv),
+                     "pairs": [list(ab) for ab in rnd], "pairs_ok": n_ok,
+                     "pairs_failed": [list(ab) for ab in failed],
+                     "exit_codes": res.exit_codes, "elapsed_s": round(res.elapsed_s, 3),
+                     "reason": None if res.ok else failure_reason(res, run_dir)})
+    write_round(run_dir / "raw" / f"{name}.csv", lines)
+    return recs
 
 
 def _round_lines(path: Path, errors: list[int]) -> Iterator[str]:
