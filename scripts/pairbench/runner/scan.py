@@ -62,7 +62,13 @@ from pairbench.runner.scanrows import (
     whole_part,
     write_data_csv,
 )
-from pairbench.runner.schedule import round_links, scan_pattern, total_rounds, tournament
+from pairbench.runner.schedule import (
+    check_nodes,
+    round_links,
+    scan_pattern,
+    total_rounds,
+    tournament,
+)
 
 
 def default_tests(layer: str) -> tuple[str, ...]:
@@ -100,7 +106,7 @@ def check_config(cfg: FabricConfig) -> None:
     if cfg.timeout_s <= 0:
         raise UsageError("--timeout must be > 0")
     check_exe(cfg, cfg.layer)
-    tournament(cfg.hosts)  # duplicates, too few
+    check_nodes(cfg.hosts)
 
 
 def mpi_exe(cfg: FabricConfig, test: str, pattern: str, csv: str,

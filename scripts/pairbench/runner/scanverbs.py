@@ -74,11 +74,12 @@ def round_job(cfg: FabricConfig, rep: int, test: str, rnd: int,
     """The launch of round rnd of one (repetition, test): one rank per live node. live:
     the launcher over the live nodes and its host file's text (computed once per plan);
     files: (folder of the ranks' files, host file), by default the scan's."""
-    pos = {h: i for i, h in enumerate(cfg.hosts)}
     launcher, text = live or live_launcher(cfg, dropped)
     sub, hostfile = files or (round_dir(rep, test), hostfile_name(dropped))
-    spec = str(rnd) + (",skip=" + ",".join(str(pos[h]) for h in sorted(dropped, key=pos.get))
-                       if dropped else "")
+    spec = str(rnd)
+    if dropped:  # their positions (a map of K hosts: only then, K² in a plan of K launches)
+        pos = {h: i for i, h in enumerate(cfg.hosts)}
+        spec += ",skip=" + ",".join(str(pos[h]) for h in sorted(dropped, key=pos.get))
     exe = [cfg.binary, "--test", test, "--sizes", ",".join(map(str, cfg.sizes)),
            "--pairs", str(cfg.ranks_per_node), *exe_argv(cfg),
            "--timeout", f"{cfg.timeout_s:g}", "--quiet", "--scan", spec,

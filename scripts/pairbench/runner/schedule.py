@@ -25,14 +25,19 @@ from pairbench.errors import UsageError
 Round = list[tuple[str, str]]
 
 
-def tournament(nodes: Sequence[str]) -> list[Round]:
-    """The rounds of node pairs (A, B) for `nodes` (K >= 2 distinct names)."""
-    names = list(nodes)
-    if len(names) < 2:
-        raise UsageError(f"a fabric scan needs at least 2 nodes, got {len(names)}")
-    dup = sorted(n for n, c in Counter(names).items() if c > 1)
+def check_nodes(nodes: Sequence[str]) -> None:
+    """A scan's nodes: at least 2, none listed twice (O(K); the tournament is O(K²))."""
+    if len(nodes) < 2:
+        raise UsageError(f"a fabric scan needs at least 2 nodes, got {len(nodes)}")
+    dup = sorted(n for n, c in Counter(nodes).items() if c > 1)
     if dup:
         raise UsageError(f"node(s) listed twice: {', '.join(dup)}")
+
+
+def tournament(nodes: Sequence[str]) -> list[Round]:
+    """The rounds of node pairs (A, B) for `nodes` (K >= 2 distinct names)."""
+    check_nodes(nodes)
+    names = list(nodes)
     slots: list[str | None] = [*names, None] if len(names) % 2 else list(names)
     m, k = len(slots), len(names)
     pos = {n: i for i, n in enumerate(names)}
