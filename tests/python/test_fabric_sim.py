@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import HERE, REPO, cli
+from pairbench.runner.scan import FabricConfig, describe_plan
 
 SIM = HERE.parent / "sim" / "fabric_sim.py"
 
@@ -160,12 +161,43 @@ def test_resume_after_the_scan_was_killed_gives_the_same_verdict(tmp_path: Path)
     assert b[0]["suspect_nodes"] == ["n004"] and b[0]["suspect_links"] == [["n001", "n010"]]
 
 
+def test_a_confirmation_job_that_wrote_nothing_leaves_its_suspects_not_re_measured(
+        tmp_path: Path) -> None:
+    """A confirmation job whose rank crashed at start-up left an empty CSV (a timed run's
+    Slurm scan did): the outputs are still written, its suspects neither confirmed nor
+    cleared, the others judged by the files that have rows."""
+    run = sim_scan(tmp_path, 8, {"PB_SIM_SLOW": "n005=3"})
+    assert all(v["confirmed"] == ["n005"] for v in verdicts(run))
+    for f in (run / "raw").glob("confirm-bw-*.csv"):
+        f.write_text("")
+    p = cli("fabric", "--render", str(run))
+    assert p.returncode == 0, p.stderr
+    for v in verdicts(run):
+        assert v["suspect_nodes"] == ["n005"], v
+        assert v["confirmed"] == (["n005"] if v["test"] == "latency" else []), v
+        assert ("node n005" in v["confirmation"]) == (v["test"] == "latency"), v
+
+
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     p = cli(*fabric_args(tmp_path, 1024, "--dry-run"), timeout=120)
     assert p.returncode == 0, p.stderr
     assert "fabric scan of 1024 nodes: 1023 rounds of 512 node pairs" in p.stdout
     assert "estimated time" in p.stdout and "longest argument" in p.stdout
+    # one job per test (latency, bw): two start-ups
+    assert "starting 2 launch(es) (1 s each assumed" in p.stdout, p.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_dry_run_counts_the_start_of_every_verbs_round() -> None:
+    """A verbs scan through mpirun or srun is a launch per round: at 1,024 nodes and two tests
+    2,046 start-ups, 34 min of the estimate, said apart from the measuring."""
+    hosts = tuple(f"n{i:04d}" for i in range(1024))
+    cfg = FabricConfig(layer="verbs", launcher="srun", hosts=hosts,
+                       tests=("write_lat", "write_bw"),
+                       sizes=(8,), binary="/opt/pairbench/bin/pairbench-verbs", run_dir="/r")
+    text = describe_plan(cfg)
+    assert "launches: 2046 (one per round" in text, text
+    assert "+ 34 min starting 2046 launch(es) (1 s each assumed" in text, text
 
 
 @pytest.mark.parametrize("bad,msg", [

@@ -342,6 +342,10 @@ def read_links(csv_path: Path | str, chunksize: int = 250_000,
     hostfile order), checked against every pair row, and only the node rows are kept;
     when a pair row disagrees (the job numbered its nodes otherwise) the pair rows are
     read as without hosts."""
+    if Path(csv_path).stat().st_size == 0:
+        # not even a header: a job that died before its first row (a confirmation job
+        # whose rank crashed at start-up did); its failure is in metadata.json
+        return pd.DataFrame(columns=LINK_COLUMNS)
     if hosts:
         try:
             return _read_scan_links(csv_path, hosts, chunksize)

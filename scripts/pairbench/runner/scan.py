@@ -468,15 +468,22 @@ def describe_plan(cfg: FabricConfig) -> str:
     longest = max((len(a) for j in jobs for s in j.point.sides for a in s.argv), default=0)
     lines.append(f"longest argument: {longest} characters")
     est = per_point if per_point else ESTIMATE_POINT_S
-    total = n * len(cfg.tests) * len(cfg.sizes) * cfg.repetitions * (est + ROUND_OVERHEAD_S)
-    lines.append(f"estimated time: {fmt_s(total)} ({est:g} s per point"
+    points = n * len(cfg.tests) * len(cfg.sizes) * cfg.repetitions * (est + ROUND_OVERHEAD_S)
+    starts = len(jobs) * LAUNCH_S
+    lines.append(f"estimated time: {fmt_s(points + starts)} = {fmt_s(points)} measuring "
+                 f"({est:g} s per point"
                  f"{'' if per_point else ' assumed (pass -D/--duration to fix it)'} + "
-                 f"{ROUND_OVERHEAD_S:g} s per point for barriers and rows, x {n} rounds)")
+                 f"{ROUND_OVERHEAD_S:g} s per point for barriers and rows, x {n} rounds) + "
+                 f"{fmt_s(starts)} starting {len(jobs)} launch(es) ({LAUNCH_S:g} s each "
+                 "assumed; a big job starts slower: the progress lines' ETA is measured)")
     return "\n".join(lines)
 
 
 ESTIMATE_POINT_S = 0.25  # a point of the executables' default time-target mode, about
 ROUND_OVERHEAD_S = 0.05
+# The start-up of one launch (an mpirun or srun job, or a node pair's two ssh): ~0.5-1 s for a
+# few nodes here; thousands of nodes take longer. A verbs scan is a launch per round.
+LAUNCH_S = 1.0
 
 
 CONFIRM_MAX_PAIRS = 64  # per test; more suspects than this is a fabric-wide problem
