@@ -396,11 +396,19 @@ def case_create_window(a) -> None:
               "window", 2, "latency", signal.SIGTERM),
              ("the leader's start-up watchdog firing inside its create window", 1, "allreduce",
               None))
+    # mpirun ends a job with SIGCONT, SIGTERM after odls_base_sigkill_timeout seconds,
+    # SIGKILL after as many again (orte/mca/odls/base/odls_base_default_fns.c, 4.1.4):
+    # Open MPI's default of 1 s gave the held leader one second to be scheduled between its
+    # SIGTERM and the SIGKILL that nothing survives, and on a loaded machine it leaked the
+    # segment twice in ~15 fresh-clone test-all runs. The real window is a few system calls long;
+    # here it is held for seconds, so the job gets 3 s between the signals.
+    grace = ["--mca", "odls_base_sigkill_timeout", "3"]
     for what, np_, test, sig in cases:
         startup = 60.0 if sig else 2.0
         job = Job(a, np_, ["--test", test, "-s", "8", "-n", "10", "--timeout", "2",
                            "--startup-timeout", f"{startup:g}", "-q", "-o", "@OUT@"],
-                  mpirun_opts=["-x", f"PAIRBENCH_FAULT=shmcreate:{hold:g}"])
+                  mpirun_opts=["-x", f"PAIRBENCH_FAULT=shmcreate:{hold:g}",
+                               *(grace if sig else [])])
         rk = wait_ranks(job, np_)
         seg = None
         end = time.monotonic() + 30
