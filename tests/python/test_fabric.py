@@ -102,6 +102,8 @@ def test_mpi_plan_is_one_job_per_test_with_every_round() -> None:
     assert list(srun[0].point.sides[0].argv[:8]) == [
         "srun", "-N", "5", "-n", "10", "--ntasks-per-node=2", "--nodelist",
         "/r/raw/r1-latency-scan.hosts"]
+    # a rank that dies ends the MPI job at once (not the others' 60 s start-up deadline)
+    assert srun[0].point.sides[0].argv[8] == "--kill-on-bad-exit=1"
 
 
 @pytest.mark.parametrize("launcher", ["mpirun", "srun"])

@@ -149,10 +149,11 @@ def test_mpirun_argv() -> None:
 def test_srun_argv() -> None:
     p = plan_sweep(cfg(launcher="srun", hosts=("c1", "c2")))[1]  # pairs=2
     # P tasks on each node: Slurm alone would fill the first node's CPUs (3 + 1)
-    assert list(p.sides[0].argv[:7]) == ["srun", "-N2", "-n", "4", "--ntasks-per-node=2",
-                                         "--nodelist", "c1,c2"]
+    assert list(p.sides[0].argv[:8]) == ["srun", "-N2", "-n", "4", "--ntasks-per-node=2",
+                                         "--nodelist", "c1,c2", "--kill-on-bad-exit=1"]
     v = plan_sweep(cfg(layer="verbs", launcher="srun", hosts=("c1", "c2")))[0]
     assert list(v.sides[0].argv[:5]) == ["srun", "-N2", "-n", "2", "--ntasks-per-node=1"]
+    assert "--kill-on-bad-exit=1" not in v.sides[0].argv  # verbs: a failed side says why
 
 
 def test_ssh_argv_server_and_client_quoted() -> None:

@@ -9,6 +9,12 @@ import re
 
 from pairbench.runner.launchers.base import Launcher, Side, main_side
 
+# An MPI job cannot go on without one of its ranks: a task that dies (Open MPI 4.1.4's TCP
+# BTL segfaulted inside MPI_Init on a slow, loaded node under srun --mpi=pmix) ends the step
+# at once, as mpirun does by default, instead of the others waiting out their start-up
+# deadline (60 s in the Slurm fabric test). Slurm's own default (KillOnBadExit) is 0.
+KILL_ON_BAD_EXIT = "--kill-on-bad-exit=1"
+
 
 class Srun(Launcher):
     name = "srun"
@@ -28,17 +34,19 @@ class Srun(Launcher):
             exe = exe + self.verbs_connect()
         if cfg.hosts:
             argv += ["--nodelist", ",".join(cfg.hosts)]
+        if cfg.layer == "mpi":
+            argv += [KILL_ON_BAD_EXIT]
         return main_side(argv + list(cfg.launcher_args) + exe, raw)
 
     def job_argv(self, exe: list[str], ranks_per_node: int,
                  hostfile: str | None = None) -> list[str]:
         """K x R tasks, R per node (srun numbers the nodes its own way: the rows' host
         columns say which is which). srun reads --nodelist from a file when the value
-        holds a '/'."""
+        holds a '/'. One dead task ends the job (KILL_ON_BAD_EXIT)."""
         hosts, r = self.cfg.hosts, ranks_per_node
         return [str(self.command), "-N", str(len(hosts)), "-n", str(len(hosts) * r),
                 f"--ntasks-per-node={r}", "--nodelist", hostfile or ",".join(hosts),
-                *self.cfg.launcher_args, *exe]
+                KILL_ON_BAD_EXIT, *self.cfg.launcher_args, *exe]
 
     def rank_job(self, exe: list[str], hostfile: str) -> tuple[list[str],
                                                              tuple[tuple[str, str], ...]]:
