@@ -178,6 +178,23 @@ def test_a_confirmation_job_that_wrote_nothing_leaves_its_suspects_not_re_measur
         assert ("node n005" in v["confirmation"]) == (v["test"] == "latency"), v
 
 
+@pytest.mark.parametrize("fails,code", [(2, 0), (3, 1)])
+def test_a_job_dying_at_start_up_is_tried_three_times(tmp_path: Path, fails: int,
+                                                      code: int) -> None:
+    """A job whose rank dies in MPI_Init before any row (PB_SIM_START_FAILS): tried again
+    until three launches in a row failed so; after two the third finishes the scan, after
+    three the test's scan stops, incomplete and resumable."""
+    log = tmp_path / "launches.jsonl"
+    run = sim_scan(tmp_path, 8, {"PB_SIM_START_FAILS": str(fails), "PB_SIM_LAUNCHES": str(log)},
+                   "--confirm", "0", code=code)
+    meta = json.loads((run / "metadata.json").read_text())
+    for test in ("latency", "bw"):
+        parts = meta["scan"]["jobs"][f"r1-{test}"]["parts"]
+        assert [p["status"] for p in parts] == ["failed"] * fails + (["ok"] if code == 0 else [])
+        assert all(p["exit_codes"] == [139] for p in parts[:fails])
+    assert meta["status"] == ("complete" if code == 0 else "incomplete")
+
+
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     p = cli(*fabric_args(tmp_path, 1024, "--dry-run"), timeout=120)
     assert p.returncode == 0, p.stderr

@@ -50,6 +50,9 @@ The fabric (environment):
   PB_SIM_LOSE      "HOST@R": the node is lost when round R starts (if it is in the job):
                    the job dies half-way through round R with Open MPI's message naming it
   PB_SIM_DIE_AT    R: the job dies half-way through round R, naming no node
+  PB_SIM_START_FAILS N: an MPI job's first N launches of each test (counted in
+                   PB_SIM_LAUNCHES) die before their first row, a rank killed by SIGSEGV in
+                   MPI_Init (as Open MPI 4.1.4's TCP BTL did under srun): exit 139
   PB_SIM_PIDFILE   write this process's id there (tests that kill the scan)
 """
 
@@ -322,6 +325,17 @@ def main(argv: list[str]) -> int:
     if "--scan" in opts:
         return verbs_round(hosts, opts)
     test, sizes = opts["--test"], parse_sizes(opts.get("--sizes", "8"))
+    start_fails = int(os.environ.get("PB_SIM_START_FAILS", "0") or 0)
+    if start_fails and os.environ.get("PB_SIM_LAUNCHES"):
+        mine = 0  # launches of this test so far, this one included
+        for line in Path(os.environ["PB_SIM_LAUNCHES"]).read_text().splitlines():
+            a = json.loads(line)["argv"]
+            mine += "--test" in a and a[a.index("--test") + 1] == test
+        if mine <= start_fails:
+            Path(opts["--output"]).write_text("")
+            print(f"srun: error: {hosts[-1]}: task {len(hosts) - 1}: Segmentation fault",
+                  file=sys.stderr)
+            return 139
     rounds, k, _ = rounds_of(opts["--pattern"], len(hosts))
     fab = Fabric(hosts)
     pause = float(os.environ.get("PB_SIM_ROUND_S", "0"))

@@ -250,13 +250,22 @@ class RoundProgress:
         return False
 
 
+# Launches in a row that die without finishing a round before a test's scan stops. Open MPI
+# 4.1.4's TCP BTL killed a rank inside MPI_Init under srun on a loaded machine, twice in a
+# row once (results/fabric-scan/stall-2026-11-27); such a launch fails within seconds (srun
+# --kill-on-bad-exit=1, mpirun's abort on a dead rank), so a third try is cheap, and a
+# failure that is not transient still stops the scan after three.
+STUCK_MAX = 3
+
+
 def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[], None],
                  quiet: bool = False) -> None:
     """Every (repetition, test) job of an MPI scan, each to its last round: a job that dies
     is continued from its first unfinished round (pairbench-mpi --pattern scan:F-L); hosts
     the launcher names as lost (1 to MAX_DROP of them) are left out of the rest of the
-    scan (their node pairs get error rows); a job that dies twice without finishing a
-    round ends that test's scan (the run can be --resume'd). State in meta["scan"]."""
+    scan (their node pairs get error rows); a job that dies STUCK_MAX times in a row
+    without finishing a round ends that test's scan (the run can be --resume'd). State in
+    meta["scan"]."""
     n = total_rounds(len(cfg.hosts))
     grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
     state = meta.setdefault("scan", {"dropped": [], "jobs": {}})
@@ -272,7 +281,7 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             done = set().union(*(_unranges(p["complete"]) for p in js["parts"]))
             first = next((r for r in range(1, n + 1) if r not in done), None)
             dropped = tuple(state["dropped"])
-            if first is None or len(cfg.hosts) - len(dropped) < 2 or stuck >= 2:
+            if first is None or len(cfg.hosts) - len(dropped) < 2 or stuck >= STUCK_MAX:
                 break
             job = mpi_job(cfg, rep, test, first, n, dropped, len(js["parts"]) + 1)
             (run_dir / "raw").mkdir(exist_ok=True)
