@@ -563,10 +563,13 @@ def confirm_scan(run_dir: Path, pairs: dict[str, list[tuple[str, str]]],
                  repeats: int) -> dict:
     """Re-measure the suspects' node pairs of each test (pairs: test -> node pairs, at most
     CONFIRM_MAX_PAIRS each) `repeats` times; rows in raw/confirm-TEST-REPEAT.csv, what ran
-    in metadata.json["confirm"]. Returns that record. MPI: one job per repeat; verbs
-    (mpirun, srun): one launch per round of disjoint pairs (scanverbs.confirm_verbs)."""
+    in metadata.json["confirm"]. Returns that record ({} and nothing run where the scan
+    cannot be confirmed: can_confirm). MPI: one job per repeat; verbs (mpirun, srun): one
+    launch per round of disjoint pairs (scanverbs.confirm_verbs)."""
     meta = json.loads((run_dir / "metadata.json").read_text())
     cfg = config_from(meta)
+    if not can_confirm(cfg):
+        return {}
     rec: dict = {"repeats": repeats, "tests": {}}
     grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
     for test, ps in pairs.items():
