@@ -113,3 +113,51 @@ def test_without_a_live_server_the_client_checks_in_a_process_of_its_own(
     assert served(args(csvs["bad"]), env, tmp_path / "w") == direct(args(csvs["bad"]))
     no_fifo = {**env, "PB_CHECK_ROWS_FIFO": str(tmp_path / "none")}
     assert served(args(csvs["good"]), no_fifo, tmp_path / "w2") == direct(args(csvs["good"]))
+
+
+# The server as `--serve` runs it, but every open of a FIFO waits 2 s first: a server the
+# scheduler set aside between making its FIFO and opening it.
+SLOW_OPEN = """
+import os, stat, sys, time
+sys.path.insert(0, sys.argv[1])
+real_open = os.open
+def slow_open(path, flags, *rest):
+    try:
+        fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        fifo = False
+    if fifo:
+        time.sleep(2)
+    return real_open(path, flags, *rest)
+os.open = slow_open
+import check_rows
+sys.exit(check_rows.serve(sys.argv[2]))
+"""
+
+
+def test_a_request_sent_as_soon_as_the_fifo_appears_is_answered(csvs, tmp_path: Path) -> None:
+    # A request written to a FIFO that no reader holds open is lost when its writer closes
+    # it; the client then waits 120 s.  The FIFO must not appear before the server holds it.
+    fifo = tmp_path / "check-rows"
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", SLOW_OPEN, str(CHECK.parent),
+                             str(fifo)], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not fifo.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert fifo.exists(), "the server never made its FIFO"
+        env = {**os.environ, "PB_CHECK_ROWS_FIFO": str(fifo), "PB_CHECK_ROWS_PID": str(proc.pid)}
+        p = client(args(csvs["good"]), env, tmp_path / "w")
+        try:
+            _out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        assert p.returncode == 0, err
+        assert "6 rows OK" in err
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, serr = proc.communicate(timeout=10)
+    assert "answered 1 request(s), 0 failed" in serr  # the server answered it, not a fallback
+

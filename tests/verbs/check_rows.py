@@ -13,10 +13,11 @@ device round-robin, one node aggregate and one per device, --env-json lists both
 Exit 0 when every check passes, 1 with one line per failure otherwise.
 
 check_rows.py --serve FIFO: one process checks for a whole batch (a Python start costs ~1 s in
-the emulated rig, where every verbs test would pay it): it creates FIFO and answers requests
-until killed.  A request is one line written to FIFO: a reply FIFO's path, then the arguments
-above, tab-separated; the reply is the check's output, then a line "\x04rc N".  The client is
-tests/verbs/vb-common.sh (check_rows), which falls back to a process of its own without a server.
+the emulated rig, where every verbs test would pay it): it creates FIFO (replacing any file
+there) and answers requests until killed.  A request is one line written to FIFO: a reply
+FIFO's path, then the arguments above, tab-separated; the reply is the check's output, then a
+line "\x04rc N".  The client is tests/verbs/vb-common.sh (check_rows), which falls back to a
+process of its own without a server.
 Standard library only (runs with the system python3 inside the rig).
 """
 import argparse
@@ -175,8 +176,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(fifo: str) -> int:
     """Answer check requests on `fifo` until killed (module docstring)."""
-    if not os.path.exists(fifo):
-        os.mkfifo(fifo)
+    # Made under a name of its own, opened, then renamed into place: a client finds FIFO only
+    # once this process holds it open.  A request written to a FIFO nobody holds open is lost
+    # when its writer closes it, and that client would wait 120 s for an answer.
+    staging = f"{fifo}.{os.getpid()}"
+    os.mkfifo(staging)
+    requests_fd = os.open(staging, os.O_RDWR)  # never blocks; never sees end-of-file
+    os.rename(staging, fifo)
     answered = failed = 0
 
     def stop(signum: int, _frame: object) -> None:
@@ -185,8 +191,7 @@ def serve(fifo: str) -> int:
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    # O_RDWR: never blocks at open and never sees end-of-file between clients.
-    with open(os.open(fifo, os.O_RDWR), encoding="utf-8", newline="\n") as requests:
+    with open(requests_fd, encoding="utf-8", newline="\n") as requests:
         for line in requests:
             reply, *argv = line.rstrip("\n").split("\t")
             out = io.StringIO()
