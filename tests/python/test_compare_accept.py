@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cli
+from conftest import REPO, cli, sweep
 from pairbench.analysis.accept import load_spec
 from pairbench.analysis.compare import Thresholds, compare_frames, load_thresholds
 from pairbench.analysis.load import load_run, read_csv_text
@@ -41,6 +41,52 @@ def test_compare_identical_configuration_passes(base_run: Path, same_run: Path) 
     proc = cli("compare", str(base_run), str(base_run), "--format", "json")
     assert proc.returncode == 0
     assert {p["verdict"] for p in json.loads(proc.stdout)["points"]} == {"no change"}
+
+
+def test_a_point_that_failed_in_new_fails_the_gate(base_run: Path, same_run: Path,
+                                                    tmp_path: Path) -> None:
+    """A firmware upgrade that breaks the largest message size: NEW's rows there are
+    status=error.  The statistics compare measured rows only; the gate must still fail it,
+    naming the point and the reason, and judge the rest as before."""
+    proc, broken = sweep(tmp_path, env={"FAKE_PB_SEED": "2", "FAKE_PB_MODE": "errorrow"},
+                         reps="3")
+    assert broken is not None, proc.stderr
+    p = cli("compare", str(base_run), str(broken), "--format", "json")
+    assert p.returncode == 1, p.stderr
+    data = json.loads(p.stdout)
+    assert data["gate"] == "regression" and data["failed"] > 0
+    failed = [x for x in data["points"] if x["verdict"] == "failed"]
+    assert {x["msg_size_bytes"] for x in failed} == {1024}  # the largest size, every test
+    assert {(x["test"], x["pairs"]) for x in failed} == {(t, n) for t in ("write_lat", "write_bw")
+                                                         for n in (1, 2)}
+    assert all(x["gate"] == "regression" and x["n_new"] == 0 and x["n_base"] == 3
+               and "NEW failed in 3 of 3 repetition(s), BASE in none of 3" in x["evidence"]
+               and "IBV_WC_RETRY_EXC_ERR" in x["evidence"] for x in failed)
+    assert any(line.startswith("  failed: write_lat 1 KiB") for line in data["gate_lines"])
+    # The other points: as base vs same_run (the same seed), not flagged.
+    rest = {(x["test"], x["msg_size_bytes"], x["pairs"], x["metric"]): x["verdict"]
+            for x in data["points"] if x["verdict"] != "failed"}
+    same = json.loads(cli("compare", str(base_run), str(same_run), "--format",
+                          "json").stdout)["points"]
+    assert rest == {(x["test"], x["msg_size_bytes"], x["pairs"], x["metric"]): x["verdict"]
+                    for x in same if x["msg_size_bytes"] != 1024}
+    # A point failed on both sides is not a new failure: said, not judged.
+    both = cli("compare", str(broken), str(broken), "--format", "json")
+    assert both.returncode == 0, both.stderr
+    notes = json.loads(both.stdout)["point_notes"]
+    assert notes == [n for n in notes if "failed in both runs" in n] and len(notes) == 1
+    assert "4 point(s) failed in both runs" in notes[0]
+
+
+def test_points_in_one_run_only_are_said(base_run: Path, tmp_path: Path) -> None:
+    proc, fewer = sweep(tmp_path, env={"FAKE_PB_SEED": "2"}, reps="3", sizes="8,64")
+    assert fewer is not None, proc.stderr
+    data = json.loads(cli("compare", str(base_run), str(fewer), "--format", "json").stdout)
+    assert data["point_notes"] == [
+        "4 point(s) only in BASE, not compared: verbs write_bw at 1 KiB, 1 pair(s), verbs "
+        "write_bw at 1 KiB, 2 pair(s), verbs write_lat at 1 KiB, 1 pair(s), verbs write_lat at "
+        "1 KiB, 2 pair(s)"]
+    assert any(line.startswith("  note: 4 point(s) only in BASE") for line in data["gate_lines"])
 
 
 def test_improvement_is_not_a_regression(base_run: Path, slow_run: Path) -> None:
@@ -237,10 +283,15 @@ def test_compare_says_when_only_the_buffer_layout_differs(tmp_path: Path) -> Non
     fresh = _mpi_rows(tmp_path, "fresh")
     peer = _mpi_rows(tmp_path, "peer", "--buffers", "peer")
     proc = cli("compare", str(fresh), str(peer), "--format", "json")
-    assert proc.returncode == 0, proc.stderr  # not a regression...
+    # Not a regression, and not a pass either: nothing could be tested.
+    assert proc.returncode == 3, proc.stderr
     assert proc.stderr.count("compare: warning: latency") == 2  # ...but said, per point
     assert "buffer layouts differ (base fresh, new peer)" in proc.stderr
-    points = json.loads(proc.stdout)["points"]
+    data = json.loads(proc.stdout)
+    assert data["gate"] == "inconclusive" and data["exit_code"] == 3
+    assert any("nothing could be tested" in line for line in data["gate_lines"])
+    assert cli("compare", str(fresh), str(peer), "--allow-inconclusive").returncode == 0
+    points = data["points"]
     assert points and {p["verdict"] for p in points} == {"not comparable"}
     assert all("buffer layouts differ" in p["evidence"] and p["buffers"] == "fresh|peer"
                for p in points)

@@ -23,6 +23,8 @@ import pandas as pd
 from pairbench.analysis.flags import has_flag
 from pairbench.analysis.frames import METRICS, POINT_KEY, aggregate_rows, test_label
 from pairbench.analysis.verdict import (
+    FAILED,
+    GATE_REGRESSION,
     NOT_COMPARABLE,
     Feature,
     judge,
@@ -30,6 +32,7 @@ from pairbench.analysis.verdict import (
     prior_record,
 )
 from pairbench.contract.columns import BLOCK_TIMED
+from pairbench.contract.sizes import size_label
 from pairbench.errors import UsageError
 from pairbench.io import tomlschema
 from pairbench.io.tomlschema import ListOf, Num, Str, Table, TablesByName
@@ -264,9 +267,9 @@ def window_method_notes(base: pd.DataFrame, new: pd.DataFrame) -> list[str]:
     return notes
 
 
-def _keyed(df: pd.DataFrame) -> pd.DataFrame:
+def _keyed(df: pd.DataFrame, ok_only: bool = True) -> pd.DataFrame:
     """The aggregate rows with the point key's text columns blank instead of missing."""
-    agg = aggregate_rows(df)
+    agg = aggregate_rows(df, ok_only)
     for col in POINT_KEY:
         if agg[col].dtype == object:
             agg[col] = agg[col].fillna("")
@@ -284,6 +287,81 @@ def _not_comparable(point: dict, metric: str, vb: pd.Series, vn: pd.Series,
             "q_value": math.nan, "p_noninferior": math.nan, "q_noninferior": math.nan,
             "verdict": NOT_COMPARABLE, "gate": NOT_COMPARABLE, "evidence": note,
             "reps_needed": 0, "note": note}
+
+
+FAILED_NOTE = ("NEW failed in {k} of {n} repetition(s), BASE in none of {nb}: {error}")
+
+
+def _failed_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> list[dict]:
+    """A 'failed' row per metric of every point whose NEW headline rows include a failure
+    (status=error) while BASE measured it in every repetition: the new run could not measure
+    what the base did.  The statistics compare ok rows only and would not see it; the gate
+    counts it as a regression.  The BASE median and NEW's (ok repetitions, if any) are kept."""
+    gb = dict(list(_keyed(base, ok_only=False).groupby(POINT_KEY)))
+    gn = dict(list(_keyed(new, ok_only=False).groupby(POINT_KEY)))
+    rows = []
+    for key in sorted(gb.keys() & gn.keys(), key=point_order):
+        b, n = gb[key], gn[key]
+        errs = n[n["status"] != "ok"]
+        if errs.empty or (b["status"] != "ok").any():
+            continue  # failing on both sides: failure_notes says so
+        reason = str(errs["error"].fillna("").iloc[0]) or "no reason given"
+        note = FAILED_NOTE.format(k=len(errs), n=len(n), nb=len(b), error=reason)
+        ok = n[n["status"] == "ok"]
+        for metric in wanted:
+            if metric not in b.columns:
+                continue
+            vb = b[metric].dropna()
+            if vb.empty:
+                continue
+            vn = ok[metric].dropna() if metric in ok.columns else pd.Series(dtype=float)
+            row = _not_comparable(dict(zip(POINT_KEY, key, strict=True)), metric, vb, vn, note)
+            row.update(new=float(vn.median()) if len(vn) else math.nan, verdict=FAILED,
+                       gate=GATE_REGRESSION)
+            rows.append(row)
+    return rows
+
+
+def point_notes(base: pd.DataFrame, new: pd.DataFrame) -> list[str]:
+    """Warnings about points the comparison judges on less than both runs measured: a point
+    in one run only, or one that failed (status=error) in BASE, alone or in both runs.  A point
+    NEW failed and BASE measured in every repetition is a 'failed' row instead (_failed_rows).
+    Points that differ only in their buffer layout are said by the layout rows."""
+    ab, an = _keyed(base, ok_only=False), _keyed(new, ok_only=False)
+    nobuf = [i for i, k in enumerate(POINT_KEY) if k != "buffers"]
+
+    def keys(df: pd.DataFrame) -> set[tuple]:
+        return {tuple(k) for k in df[POINT_KEY].itertuples(index=False)}
+
+    kb, kn = keys(ab), keys(an)
+    fb, fn = keys(ab[ab["status"] != "ok"]), keys(an[an["status"] != "ok"])
+    notes = []
+    for one, mine, theirs in (("BASE", kb, kn), ("NEW", kn, kb)):
+        loose = {tuple(k[i] for i in nobuf) for k in theirs}
+        only = [k for k in mine - theirs if tuple(k[i] for i in nobuf) not in loose]
+        notes += _listed(only, f"only in {one}, not compared")
+    common = kb & kn
+    notes += _listed(common & fb - fn, "failed in BASE (some or all repetitions), not in NEW: "
+                     "compared on the repetitions that measured it, if both runs have one")
+    notes += _listed(common & fb & fn, "failed in both runs: compared on the repetitions that "
+                     "measured it, if both runs have one")
+    return notes
+
+
+def _listed(keys: set[tuple] | list[tuple], what: str) -> list[str]:
+    if not keys:
+        return []
+    ordered = sorted(keys, key=point_order)
+    shown = ", ".join(_point_text(k) for k in ordered[:5])
+    more = f" and {len(ordered) - 5} more" if len(ordered) > 5 else ""
+    return [f"{len(ordered)} point(s) {what}: {shown}{more}"]
+
+
+def _point_text(key: tuple) -> str:
+    d = dict(zip(POINT_KEY, key, strict=True))
+    variant = f" {d['variant']}" if d.get("variant") else ""
+    return (f"{d['layer']} {d['test']}{variant} at {size_label(int(d['msg_size_bytes']))}, "
+            f"{int(d['pairs'])} pair(s)")
 
 
 def _layout_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> list[dict]:
@@ -345,7 +423,8 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     runs timed differently (--timing block vs per iteration).  Block-timed points are
     compared on lat_us_mean unless metrics are named."""
     wanted = metrics or th.metrics or DEFAULT_METRICS
-    layout_rows = _layout_rows(base, new, wanted) + _timing_rows(base, new, wanted)
+    layout_rows = (_layout_rows(base, new, wanted) + _timing_rows(base, new, wanted)
+                   + _failed_rows(base, new, wanted))
     try:
         keys, feats = point_features(base, new, th, metrics)
     except UsageError:
@@ -377,6 +456,7 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     out.attrs["layout_mismatches"] = sorted({(r["test"], r["variant"], r["msg_size_bytes"],
                                               r["pairs"], r["buffers"]) for r in layout_rows
                                              if "|" in str(r["buffers"])})
+    out.attrs["point_notes"] = point_notes(base, new)
     out.attrs["timing_mismatches"] = sorted({(r["test"], r["variant"], r["msg_size_bytes"],
                                               r["pairs"], r["note"]) for r in layout_rows
                                              if r["note"].startswith("timing")})

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pairbench.analysis.verdict import (
+    FAILED,
     GATE_INCONCLUSIVE,
     GATE_NO_REGRESSION,
     GATE_REGRESSION,
@@ -29,19 +30,25 @@ EXIT_INCONCLUSIVE = 3      # 2 is bad input (errors.UsageError); 3 means only th
 
 
 def run_gate(res: pd.DataFrame) -> str:
-    """The whole comparison's answer: regression if any comparison is a proven regression,
-    else inconclusive if any is undecided, else no regression (every tested comparison
-    proven not worse than its threshold; rows that are not comparable are outside it)."""
+    """The whole comparison's answer: regression if any comparison is a proven regression
+    (or a point NEW failed where BASE did not), else inconclusive if any is undecided or
+    none could be tested at all, else no regression (every tested comparison proven not
+    worse than its threshold; rows that are not comparable are outside it)."""
     gates = set(res["gate"]) if "gate" in res.columns else set()
     if GATE_REGRESSION in gates:
         return GATE_REGRESSION
-    return GATE_INCONCLUSIVE if GATE_INCONCLUSIVE in gates else GATE_NO_REGRESSION
+    if GATE_INCONCLUSIVE in gates or GATE_NO_REGRESSION not in gates:
+        return GATE_INCONCLUSIVE  # nothing proven: not a pass
+    return GATE_NO_REGRESSION
 
 
 def exit_code(res: pd.DataFrame, strict: bool, allow_inconclusive: bool = False) -> int:
-    """1 on a proven regression (with strict also on a suspected one or a point that cannot
-    be compared); 3 when the gate is inconclusive (0 with allow_inconclusive); else 0."""
-    bad = {REGRESSION, SUSPECTED_REGRESSION, NOT_COMPARABLE} if strict else {REGRESSION}
+    """1 on a proven regression or a failed point (with strict also on a suspected
+    regression or a point that cannot be compared); 3 when the gate is inconclusive (0 with
+    allow_inconclusive); else 0."""
+    bad = {REGRESSION, FAILED}
+    if strict:
+        bad |= {SUSPECTED_REGRESSION, NOT_COMPARABLE}
     if res["verdict"].isin(bad).any():
         return EXIT_REGRESSION
     if run_gate(res) == GATE_INCONCLUSIVE and not allow_inconclusive:
@@ -79,11 +86,20 @@ def gate_lines(res: pd.DataFrame, max_listed: int = 20) -> list[str]:
     inc = res[res["gate"] == GATE_INCONCLUSIVE]
     ok = int((res["gate"] == GATE_NO_REGRESSION).sum())
     tested = len(reg) + len(inc) + ok
-    out = [f"gate: {gate.upper()}: {len(reg)} regression, {len(inc)} inconclusive, {ok} no "
-           f"regression (of {tested} comparisons)"]
+    failed = int((reg["verdict"] == FAILED).sum())
+    out = [f"gate: {gate.upper()}: {len(reg)} regression"
+           f"{f' ({failed} of them failed in NEW)' if failed else ''}, {len(inc)} "
+           f"inconclusive, {ok} no regression (of {tested} comparisons)"]
     for _, r in reg.iterrows():
+        if r["verdict"] == FAILED:
+            out.append(f"  failed: {_where(r)}: {r['evidence']}")
+            continue
         out.append(f"  regression: {_where(r)}: {r['change_pct']:+.1f} % (q = "
                    f"{r['q_value']:.2g})")
+    if not tested:
+        out.append("  nothing could be tested: no point was measured by both runs in a way "
+                   "that can be compared; no regression is proven absent")
+    out += [f"  note: {n}" for n in res.attrs.get("point_notes", [])]
     for k, (_, r) in enumerate(inc.iterrows()):
         if k == max_listed:
             out.append(f"  ... and {len(inc) - max_listed} more inconclusive (see the table)")

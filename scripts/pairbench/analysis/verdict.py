@@ -238,8 +238,10 @@ SUSPECTED_REGRESSION = "suspected regression"
 SUSPECTED_IMPROVEMENT = "suspected improvement"
 NO_CHANGE = "no change"
 NOT_COMPARABLE = "not comparable"
+# NEW failed (status=error) at a point BASE measured without failure: no statistics needed.
+FAILED = "failed"
 VERDICTS = (REGRESSION, IMPROVEMENT, SUSPECTED_REGRESSION, SUSPECTED_IMPROVEMENT, NO_CHANGE,
-            NOT_COMPARABLE)
+            NOT_COMPARABLE, FAILED)
 # The gate's three answers per comparison (and for the whole run): regression proven, no
 # regression beyond the threshold proven (non-inferiority), or neither.
 GATE_REGRESSION = "regression"

@@ -17,6 +17,7 @@ from pairbench.analysis.envdiff import FIELD_NAMES, diff, inconclusive_reasons, 
 from pairbench.analysis.gate import EXIT_INCONCLUSIVE, exit_code, run_gate
 from pairbench.analysis.load import load_run
 from pairbench.analysis.verdict import (
+    FAILED,
     GATE_INCONCLUSIVE,
     IMPROVEMENT,
     NOT_COMPARABLE,
@@ -101,6 +102,7 @@ def run_compare(ns: argparse.Namespace) -> int:
     gate = run_gate(res)
     print(f"compare: gate {gate}{' (allowed)' if allow and gate == GATE_INCONCLUSIVE else ''}; "
           f"{len(res)} comparisons, {count_verdict(res, REGRESSION)} regression(s), "
+          f"{count_verdict(res, FAILED)} failed, "
           f"{count_verdict(res, IMPROVEMENT)} improvement(s), "
           f"{count_verdict(res, SUSPECTED_REGRESSION)} suspected regression(s), "
           f"{int((res['gate'] == GATE_INCONCLUSIVE).sum())} inconclusive, "

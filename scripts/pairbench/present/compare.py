@@ -15,6 +15,7 @@ from pairbench.analysis.envdiff import EnvDiff
 from pairbench.analysis.frames import METRICS, point_label
 from pairbench.analysis.gate import EXIT_INCONCLUSIVE, exit_code, gate_lines, run_gate
 from pairbench.analysis.verdict import (
+    FAILED,
     GATE_INCONCLUSIVE,
     GATE_NO_REGRESSION,
     GATE_REGRESSION,
@@ -140,8 +141,9 @@ def method_lines(res: pd.DataFrame) -> list[str]:
 
 
 def _style(verdict: str) -> str:
-    return {REGRESSION: "bold red", SUSPECTED_REGRESSION: "red", IMPROVEMENT: "bold green",
-            SUSPECTED_IMPROVEMENT: "green", NOT_COMPARABLE: "yellow"}.get(verdict, "")
+    return {REGRESSION: "bold red", FAILED: "bold red", SUSPECTED_REGRESSION: "red",
+            IMPROVEMENT: "bold green", SUSPECTED_IMPROVEMENT: "green",
+            NOT_COMPARABLE: "yellow"}.get(verdict, "")
 
 
 def render_text(res: pd.DataFrame, summary: list[str], color: bool = False,
@@ -208,6 +210,8 @@ def to_json(res: pd.DataFrame, summary: list[str], base: str, new: str, th: Thre
             "suspected_regressions": count_verdict(res, SUSPECTED_REGRESSION),
             "suspected_improvements": count_verdict(res, SUSPECTED_IMPROVEMENT),
             "not_comparable": count_verdict(res, NOT_COMPARABLE),
+            "failed": count_verdict(res, FAILED),
+            "point_notes": res.attrs.get("point_notes", []),
             "strict": strict,
             "exit_code": (EXIT_INCONCLUSIVE if env and env.get("inconclusive")
                           else exit_code(res, strict, allow_inconclusive)),

@@ -295,7 +295,7 @@ def compute(df: pd.DataFrame, meta: dict, tables: dict[str, TestTable] | None = 
     return out
 
 
-ORDER = ["regression", "suspected regression", "not comparable", "suspected improvement",
+ORDER = ["failed", "regression", "suspected regression", "not comparable", "suspected improvement",
          "improvement", "no change"]
 
 
@@ -306,7 +306,7 @@ def verdict_lines(res: pd.DataFrame) -> tuple[list[str], int]:
 
     lines = ([ln.strip() for ln in gate_lines(res, max_listed=6)] if "gate" in res.columns
              else [])
-    n_reg = int((res["verdict"] == "regression").sum())
+    n_reg = int(res["verdict"].isin(["regression", "failed"]).sum())
     counts = res["verdict"].value_counts()
     lines.append("verdict: " + (f"{n_reg} regression(s)" if n_reg else "no proven regression")
                  + " — " + ", ".join(f"{int(counts[v])} {v}" for v in ORDER if v in counts))
