@@ -170,7 +170,7 @@ static int mp_coll_prepare(void *tctx, uint64_t size)
 		if (!c->cap)
 			return -ENOMEM;
 	}
-	if (c->dt == MPI_DOUBLE)
+	if (c->dt == MPI_DOUBLE && c->sbuf) /* no buffer yet at size 0: memset(NULL) is UB */
 		memset(c->sbuf, 0, total); /* finite doubles: no NaN or denormal paths */
 	return 0;
 }

@@ -447,6 +447,11 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 		}
 	} else if (!rc) {
 		rc = vb_worker_measure(L, &w);
+		/* A failure the engine found (a barrier, the statistics, a pair's result at collect)
+		 * leaves w.error empty; its reason is the group's first, also in the error rows. */
+		if (rc && !w.error[0] && rc != -ECANCELED && rc != -EINTR &&
+		    !shm_sync_aborted(L->sync, w.error, sizeof(w.error)))
+			snprintf(w.error, sizeof(w.error), "%s (the error rows say where)", strerror(-rc));
 		if (rc && w.error[0] && rc != -ECANCELED && rc != -EINTR)
 			pb_log_error("pair %u (%s): %s", w.pair, side, w.error);
 		/* Our own failure: the others stop now instead of waiting for us until --timeout. */
