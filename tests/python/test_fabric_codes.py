@@ -1,5 +1,5 @@
 """The fabric analysis on integer node codes: an MPI scan's links from its node rows alone,
-each row's peer from its round and the tournament (outliers.partner), checked against the
+each row's peer from its round and the tournament (scanlinks.partner), checked against the
 pair rows; a job that numbered its nodes otherwise falls back to reading the pair rows."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from conftest import HERE, cli
-from pairbench.analysis import outliers
+from pairbench.analysis import outliers, scanlinks
 from pairbench.runner.schedule import round_links, total_rounds
 
 SIM = HERE.parent / "sim" / "fabric_sim.py"
@@ -25,7 +25,7 @@ def test_partner_is_the_tournaments(k: int) -> None:
         want = dict.fromkeys(range(k), -1)
         for a, b in round_links(k, r):
             want[a], want[b] = b, a
-        got = outliers.partner(np.arange(k), np.full(k, r), k)
+        got = scanlinks.partner(np.arange(k), np.full(k, r), k)
         assert got.tolist() == [want[p] for p in range(k)], (k, r)
 
 
@@ -48,8 +48,8 @@ def canon(lk: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_node_rows_alone_give_the_links_the_pair_rows_give(scan: Path) -> None:
-    fast = outliers.read_scan(scan)
-    slow = outliers.read_links(scan / "data.csv")  # no host list: the pair rows read
+    fast = scanlinks.read_scan(scan)
+    slow = scanlinks.read_links(scan / "data.csv")  # no host list: the pair rows read
     assert len(fast) == 4 * 11 * 10 // 2
     pd.testing.assert_frame_equal(canon(fast), canon(slow), check_dtype=False)
     # node names as codes of one sorted index, never text per link
@@ -68,22 +68,22 @@ def test_another_node_numbering_falls_back_to_the_pair_rows(scan: Path,
     from them; the links are still right."""
     meta = json.loads((scan / "metadata.json").read_text())
     hosts = meta["config"]["hosts"][::-1]
-    with pytest.raises(outliers._NotDerivable):
-        outliers._read_scan_links(scan / "data.csv", hosts, 1000)
+    with pytest.raises(scanlinks._NotDerivable):
+        scanlinks._read_scan_links(scan / "data.csv", hosts, 1000)
     meta["config"]["hosts"] = hosts
     other = tmp_path / "run"
     other.mkdir()
     (other / "metadata.json").write_text(json.dumps(meta))
     (other / "data.csv").write_bytes((scan / "data.csv").read_bytes())
-    got = outliers.read_scan(other)
-    pd.testing.assert_frame_equal(canon(got), canon(outliers.read_scan(scan)),
+    got = scanlinks.read_scan(other)
+    pd.testing.assert_frame_equal(canon(got), canon(scanlinks.read_scan(scan)),
                                   check_dtype=False)
 
 
 def test_link_values_groups_repeats_on_codes() -> None:
     lk = pd.DataFrame({"node_a": ["b", "a", "a", "a"], "node_b": ["c", "b", "b", "c"],
                        "value": [1.0, 2.0, 4.0, 5.0], "status": ["ok", "ok", "ok", "error"]})
-    lv = outliers.link_values(lk)
+    lv = scanlinks.link_values(lk)
     assert lv.astype({"node_a": str, "node_b": str}).values.tolist() == [
         ["a", "b", 3.0], ["a", "c", pytest.approx(float("nan"), nan_ok=True)],
         ["b", "c", 1.0]]

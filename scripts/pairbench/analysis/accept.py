@@ -23,7 +23,7 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
                        z; a suspect the scan's confirmation rounds re-measured within the floor
                        (unconfirmed) is listed in the detail, not counted; confirmed ones and
                        ones never re-measured count. A fabric scan's links are read by the
-                       streaming path (outliers.read_scan), not as the generic frame
+                       streaming path (scanlinks.read_scan), not as the generic frame
   [sanity]             max_link_pct (default 100): any row above it fails (bandwidth above
                        the link rate is a measurement error), as does the above_link_rate flag
   [environment]        the machine, not the speed (issue 25; pairbench.analysis.envcheck):
@@ -292,7 +292,7 @@ def evaluate(df: pd.DataFrame | None, spec: dict, meta: dict | None = None,
              run: Path | None = None) -> list[dict]:
     """Every check row of the spec; meta (metadata.json) and run (its directory, for
     counters.csv) feed the [environment] criteria; a fabric scan's criteria read run's
-    links (pairbench.analysis.outliers.read_scan). df: the run's rows, or None where
+    links (pairbench.analysis.scanlinks.read_scan). df: the run's rows, or None where
     needs_frame() says they are not needed."""
     rows: list[dict] = []
     if df is not None:
@@ -384,7 +384,8 @@ def _fabric_results(run: Path | None, df: pd.DataFrame | None, spec: dict, tol: 
     (pairbench.analysis.outliers.judge_scan); its links read once per evaluate() by the
     streaming read (read_scan), never from the generic frame. Without a run directory (a
     frame given alone: tests) the links come from the frame."""
-    from pairbench.analysis.outliers import analyse_links, judge_scan, links, read_scan
+    from pairbench.analysis.outliers import analyse_links, judge_scan
+    from pairbench.analysis.scanlinks import links, read_scan
 
     if (tol, z) not in cache:
         if "links" not in cache:

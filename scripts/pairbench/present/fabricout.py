@@ -36,9 +36,8 @@ from pairbench.analysis.outliers import (
     analyse_links,
     confirm_pairs,
     judge_scan,
-    matrix,
-    read_scan,
 )
+from pairbench.analysis.scanlinks import matrix, read_scan
 from pairbench.analysis.topology import Topology
 from pairbench.contract.sizes import size_label
 from pairbench.io.safeio import write_output
