@@ -164,8 +164,19 @@ static void vb_conn_param(const struct vb_worker *w, struct rdma_conn_param *cp,
 	cp->qp_num = w->qp->qp_num;
 }
 
-/* One connection attempt. Returns 0, -EAGAIN (retry), or a fatal -errno. */
-static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, struct vb_watch *wt)
+/* The outcome of an attempt that will be retried, for the message when none succeeded. */
+static int vb_cm_again(char *last, size_t len, const char *step, const struct vb_cm_ev *ev)
+{
+	if (ev)
+		snprintf(last, len, "%s: %s (status %d)", step, rdma_event_str(ev->type), ev->status);
+	else
+		snprintf(last, len, "%s: %s", step, strerror(errno));
+	return -EAGAIN;
+}
+
+/* One connection attempt. Returns 0, -EAGAIN (retry; `last` says why), or a fatal -errno. */
+static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, struct vb_watch *wt, char *last,
+		     size_t len)
 {
 	uint8_t h[VB_HDR_WIRE_BYTES];
 	struct rdma_conn_param cp;
@@ -182,17 +193,17 @@ static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, struct 
 	if (w->bind_src && inet_pton(AF_INET, w->dev->ipv4, &src.sin_addr) != 1)
 		w->bind_src = false;
 	if (rdma_resolve_addr(w->id, w->bind_src ? (struct sockaddr *)&src : NULL, (struct sockaddr *)dst, 2000))
-		return -EAGAIN;
+		return vb_cm_again(last, len, "rdma_resolve_addr", NULL);
 	if ((rc = vb_cm_wait(w, wt, &ev, "address resolution")))
 		return rc;
 	if (ev.type != RDMA_CM_EVENT_ADDR_RESOLVED)
-		return -EAGAIN;
+		return vb_cm_again(last, len, "address resolution", &ev);
 	if (rdma_resolve_route(w->id, 2000))
-		return -EAGAIN;
+		return vb_cm_again(last, len, "rdma_resolve_route", NULL);
 	if ((rc = vb_cm_wait(w, wt, &ev, "route resolution")))
 		return rc;
 	if (ev.type != RDMA_CM_EVENT_ROUTE_RESOLVED)
-		return -EAGAIN;
+		return vb_cm_again(last, len, "route resolution", &ev);
 	if (!w->qp && (rc = vb_res_create(w, w->id->verbs)))
 		return rc;
 	if ((rc = vb_qp_modify(w, w->id, IBV_QPS_RESET)) || (rc = vb_qp_modify(w, w->id, IBV_QPS_INIT)))
@@ -201,7 +212,7 @@ static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, struct 
 	vb_conn_param(w, &cp, h, 16, 16);
 	if (rdma_connect(w->id, &cp)) {
 		snprintf(w->error, sizeof(w->error), "rdma_connect: %s", strerror(errno));
-		return -EAGAIN;
+		return vb_cm_again(last, len, "rdma_connect", NULL);
 	}
 	if ((rc = vb_cm_wait(w, wt, &ev, "the server's answer")))
 		return rc;
@@ -211,10 +222,10 @@ static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, struct 
 				 ev.pdata_len - 4, (char *)ev.pdata + 4);
 			return -EPROTO;
 		}
-		return -EAGAIN; /* nobody listens (yet) */
+		return vb_cm_again(last, len, "connect", &ev); /* nobody listens (yet) */
 	}
 	if (ev.type != RDMA_CM_EVENT_CONNECT_RESPONSE)
-		return -EAGAIN;
+		return vb_cm_again(last, len, "connect", &ev);
 	if ((rc = vb_hdr_check(w, ev.pdata, ev.pdata_len))) {
 		rdma_disconnect(w->id);
 		return rc == -EBADMSG ? -EPROTO : rc;
@@ -234,6 +245,7 @@ static int vb_cm_client(struct vb_worker *w)
 	struct sockaddr_in dst;
 	struct vb_watch wt;
 	uint64_t deadline;
+	char last[128] = "none finished";
 	int rc;
 
 	if ((rc = vb_sockaddr(w, w->peer_host, port, &dst)))
@@ -241,7 +253,7 @@ static int vb_cm_client(struct vb_worker *w)
 	vb_watch_start(w, &wt, "the server", false);
 	deadline = wt.since_ns + w->timeout_ns;
 	for (;;) {
-		rc = vb_cm_try(w, &dst, &wt);
+		rc = vb_cm_try(w, &dst, &wt, last, sizeof(last));
 		if (rc == -ETIMEDOUT) {
 			snprintf(w->error, sizeof(w->error),
 				 "no server answered at %s port %u within %.1f s (still waiting for %s; start the server side, or check the address)",
@@ -259,8 +271,8 @@ static int vb_cm_client(struct vb_worker *w)
 		nanosleep(&ts, NULL);
 		if (pb_clock_now_ns() > deadline) {
 			snprintf(w->error, sizeof(w->error),
-				 "no server answered at %s port %u within %.1f s (start the server side, or check the address; start order does not matter within --timeout)",
-				 w->peer_host, port, (double)(pb_clock_now_ns() - wt.since_ns) / 1e9);
+				 "no server answered at %s port %u within %.1f s (start the server side, or check the address; start order does not matter within --timeout; last attempt: %s)",
+				 w->peer_host, port, (double)(pb_clock_now_ns() - wt.since_ns) / 1e9, last);
 			return -ETIMEDOUT;
 		}
 		wt.what = "the server";
