@@ -48,19 +48,14 @@ leftovers() {
     [ "$now" -le "$1" ] || { ipcs -m >&2; fail "shared-memory segments left behind ($1 before, $now after)"; }
 }
 
-# measure WHAT CMD...: the run of a rows or default case.  A runtime failure (exit 1) shows the
-# CSV's error rows (each names its reason) and is tried once more: in the software-emulated rig a
-# starved guest now and then fails a point (a timed run's read_lat pairs=4, 27 Nov).  A second
-# failure, or any other exit, fails the case.
+# measure WHAT CMD...: the run of a rows or default case; when it fails, the CSV's error rows
+# (each names its reason) are shown before the case fails.
 measure() {
-    local what=$1 rc try; shift
-    for try in 1 2; do
-        "$@"; rc=$?
-        [ $rc -eq 0 ] && return 0
-        [ -s "$out" ] && awk 'NR > 1 && !/,ok,/' "$out" | head -8 | sed 's/^/  error row: /' >&2
-        [ $rc -eq 1 ] && [ $try -eq 1 ] || fail "$what exited $rc"
-        info "$what exited 1 (error rows above): trying once more"
-    done
+    local what=$1 rc; shift
+    "$@"; rc=$?
+    [ $rc -eq 0 ] && return 0
+    [ -s "$out" ] && awk 'NR > 1 && !/,ok,/' "$out" | head -8 | sed 's/^/  error row: /' >&2
+    fail "$what exited $rc"
 }
 
 case $case_ in
