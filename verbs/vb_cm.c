@@ -245,7 +245,7 @@ static int vb_cm_client(struct vb_worker *w)
 	struct sockaddr_in dst;
 	struct vb_watch wt;
 	uint64_t deadline;
-	char last[128] = "none finished";
+	char last[64] = "none finished";
 	int rc;
 
 	if ((rc = vb_sockaddr(w, w->peer_host, port, &dst)))
@@ -271,7 +271,7 @@ static int vb_cm_client(struct vb_worker *w)
 		nanosleep(&ts, NULL);
 		if (pb_clock_now_ns() > deadline) {
 			snprintf(w->error, sizeof(w->error),
-				 "no server answered at %s port %u within %.1f s (start the server side, or check the address; start order does not matter within --timeout; last attempt: %s)",
+				 "no server answered at %s port %u within %.1f s (start the server side, or check the address; start order does not matter within --timeout; last attempt: %.60s)",
 				 w->peer_host, port, (double)(pb_clock_now_ns() - wt.since_ns) / 1e9, last);
 			return -ETIMEDOUT;
 		}
