@@ -124,9 +124,14 @@ def check_cm_templates(layer: str) -> list:
         text = (src / name).read_text()
         phrases = set(re.findall(r'(?:vb_cm_wait|vb_watch_start)\([^;]*?"([^"]+)"\)', text))
         phrases |= set(re.findall(r'what = "([^"]+)"', text))
-        for tmpl in re.findall(r'"(no server answered at [^"]*\(([^"]*?)%s[^"]*)"', text):
+        # The message of a wait that timed out ("still waiting for %s"); the other one, the
+        # deadline passing between attempts, names the last attempt's outcome instead.
+        templates = re.findall(r'"(no server answered at [^"]*waiting for %s[^"]*)"', text)
+        if not templates:
+            bad.append(f"{name}: no 'no server answered ... waiting for %s' message found")
+        for tmpl in templates:
             for ph in sorted(phrases):
-                msg = tmpl[0].replace("%s", "10.0.0.1", 1).replace("%s", ph)
+                msg = tmpl.replace("%s", "10.0.0.1", 1).replace("%s", ph)
                 if "answer to the server's answer" in msg or f"waiting for {ph}" not in msg:
                     bad.append(f"{name}: {msg!r}")
     return bad
