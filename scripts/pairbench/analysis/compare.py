@@ -277,7 +277,8 @@ def _keyed(df: pd.DataFrame, ok_only: bool = True) -> pd.DataFrame:
 
 
 def _not_comparable(point: dict, metric: str, vb: pd.Series, vn: pd.Series,
-                    note: str) -> dict:
+                    note: str, verdict: str = NOT_COMPARABLE,
+                    gate: str = NOT_COMPARABLE) -> dict:
     """A result row that is reported but not tested: both medians, no ratio, the reason."""
     return {**point, "metric": metric, "unit": METRICS[metric].unit,
             "base": float(vb.median()), "new": float(vn.median()), "ratio": math.nan,
@@ -285,26 +286,27 @@ def _not_comparable(point: dict, metric: str, vb: pd.Series, vn: pd.Series,
             "ci_high": math.nan, "rel_threshold": math.nan, "abs_threshold": math.nan,
             "threshold": math.nan, "noise_cv": math.nan, "df": math.nan, "p_value": math.nan,
             "q_value": math.nan, "p_noninferior": math.nan, "q_noninferior": math.nan,
-            "verdict": NOT_COMPARABLE, "gate": NOT_COMPARABLE, "evidence": note,
+            "verdict": verdict, "gate": gate, "evidence": note,
             "reps_needed": 0, "note": note}
 
 
-FAILED_NOTE = ("NEW failed in {k} of {n} repetition(s), BASE in none of {nb}: {error}")
+FAILED_NOTE = "NEW failed in {k} of {n} repetition(s), BASE in none of {nb}: {error}"
 
 
-def _failed_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> list[dict]:
+def _failed_rows(ab: pd.DataFrame, an: pd.DataFrame, wanted: list[str]) -> list[dict]:
     """A 'failed' row per metric of every point whose NEW headline rows include a failure
     (status=error) while BASE measured it in every repetition: the new run could not measure
     what the base did.  The statistics compare ok rows only and would not see it; the gate
-    counts it as a regression.  The BASE median and NEW's (ok repetitions, if any) are kept."""
-    gb = dict(list(_keyed(base, ok_only=False).groupby(POINT_KEY)))
-    gn = dict(list(_keyed(new, ok_only=False).groupby(POINT_KEY)))
+    counts it as a regression.  The BASE median and NEW's (ok repetitions, if any) are kept.
+    ab, an: both runs' aggregate rows, failed ones included (_keyed(df, ok_only=False))."""
+    gb = dict(list(ab.groupby(POINT_KEY)))
+    gn = dict(list(an.groupby(POINT_KEY)))
     rows = []
     for key in sorted(gb.keys() & gn.keys(), key=point_order):
         b, n = gb[key], gn[key]
         errs = n[n["status"] != "ok"]
         if errs.empty or (b["status"] != "ok").any():
-            continue  # failing on both sides: failure_notes says so
+            continue  # failed in BASE too: point_notes says so
         reason = str(errs["error"].fillna("").iloc[0]) or "no reason given"
         note = FAILED_NOTE.format(k=len(errs), n=len(n), nb=len(b), error=reason)
         ok = n[n["status"] == "ok"]
@@ -315,19 +317,17 @@ def _failed_rows(base: pd.DataFrame, new: pd.DataFrame, wanted: list[str]) -> li
             if vb.empty:
                 continue
             vn = ok[metric].dropna() if metric in ok.columns else pd.Series(dtype=float)
-            row = _not_comparable(dict(zip(POINT_KEY, key, strict=True)), metric, vb, vn, note)
-            row.update(new=float(vn.median()) if len(vn) else math.nan, verdict=FAILED,
-                       gate=GATE_REGRESSION)
-            rows.append(row)
+            rows.append(_not_comparable(dict(zip(POINT_KEY, key, strict=True)), metric, vb, vn,
+                                        note, verdict=FAILED, gate=GATE_REGRESSION))
     return rows
 
 
-def point_notes(base: pd.DataFrame, new: pd.DataFrame) -> list[str]:
+def point_notes(ab: pd.DataFrame, an: pd.DataFrame) -> list[str]:
     """Warnings about points the comparison judges on less than both runs measured: a point
     in one run only, or one that failed (status=error) in BASE, alone or in both runs.  A point
     NEW failed and BASE measured in every repetition is a 'failed' row instead (_failed_rows).
-    Points that differ only in their buffer layout are said by the layout rows."""
-    ab, an = _keyed(base, ok_only=False), _keyed(new, ok_only=False)
+    Points that differ only in their buffer layout are said by the layout rows.  ab, an: as
+    for _failed_rows."""
     nobuf = [i for i, k in enumerate(POINT_KEY) if k != "buffers"]
 
     def keys(df: pd.DataFrame) -> set[tuple]:
@@ -423,12 +423,14 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
     runs timed differently (--timing block vs per iteration).  Block-timed points are
     compared on lat_us_mean unless metrics are named."""
     wanted = metrics or th.metrics or DEFAULT_METRICS
-    layout_rows = (_layout_rows(base, new, wanted) + _timing_rows(base, new, wanted)
-                   + _failed_rows(base, new, wanted))
+    every_b, every_n = _keyed(base, ok_only=False), _keyed(new, ok_only=False)
+    # Reported, not tested: layouts or timing methods that differ, points NEW failed.
+    untested = (_layout_rows(base, new, wanted) + _timing_rows(base, new, wanted)
+                + _failed_rows(every_b, every_n, wanted))
     try:
         keys, feats = point_features(base, new, th, metrics)
     except UsageError:
-        if not layout_rows:
+        if not untested:
             raise
         keys, feats = [], []
     res = judge(feats, 1.0 - th.confidence) if feats else None
@@ -447,18 +449,18 @@ def compare_frames(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
                      "p_noninferior": r["p_noninferior"], "q_noninferior": r["q_noninferior"],
                      "verdict": r["verdict"], "gate": r["gate"], "evidence": r["evidence"],
                      "reps_needed": r["reps_needed"], "note": r["evidence"]})
-    out = pd.DataFrame(rows + layout_rows)
+    out = pd.DataFrame(rows + untested)
     out["msg_size_bytes"] = out["msg_size_bytes"].astype(int)
     out["pairs"] = out["pairs"].astype(int)
     out.attrs["priors"] = {k: prior_record(v) for k, v in res.priors.items()} if res else {}
     out.attrs["family"] = res.family if res else 0
     out.attrs["fdr"] = res.alpha if res else 1.0 - th.confidence
     out.attrs["layout_mismatches"] = sorted({(r["test"], r["variant"], r["msg_size_bytes"],
-                                              r["pairs"], r["buffers"]) for r in layout_rows
+                                              r["pairs"], r["buffers"]) for r in untested
                                              if "|" in str(r["buffers"])})
-    out.attrs["point_notes"] = point_notes(base, new)
+    out.attrs["point_notes"] = point_notes(every_b, every_n)
     out.attrs["timing_mismatches"] = sorted({(r["test"], r["variant"], r["msg_size_bytes"],
-                                              r["pairs"], r["note"]) for r in layout_rows
+                                              r["pairs"], r["note"]) for r in untested
                                              if r["note"].startswith("timing")})
     return out
 
