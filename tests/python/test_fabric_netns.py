@@ -69,6 +69,14 @@ def scan(tmp_path: Path) -> list[dict]:
             # the scheduler puts their ranks (4 nodes on 2 cores, some pairs share a core),
             # the tbf limit is ~0.2 % of an unlimited veth.
             "--tolerance", "0.9",
+            # ...and kept near that 10 % when the healthy links scatter: the rule lowers its
+            # floor to exp(-z x noise), noise from the MAD of the 3 links among healthy
+            # nodes, and in a loaded suite (the VM lane, 4 pytest workers) those 3 scatter
+            # by CPU placement, not by the fabric: 1x, 2.3x, 5.3x puts the default z's floor
+            # (3.5) under node3's ~1.5 % (CI, 27 Nov: node3 not named). With z = 1 it would
+            # take a 17x scatter either way; the floor never rises above 10 %, so the
+            # healthy scan below is judged no more leniently.
+            "--z", "1",
             "--exe-args", "--window 4 --duration 0.3", "--repetitions", "3", env=ENV,
             timeout=400)
     assert p.returncode == 0, p.stderr
@@ -79,11 +87,17 @@ def scan(tmp_path: Path) -> list[dict]:
     return verdicts
 
 
+def numbers(v: dict) -> str:
+    """What the rule saw, for a failing assertion (pytest shortens a dict's repr)."""
+    return "; ".join(f"{k} {v[k]}" for k in ("reference", "noise", "floor", "suspect_nodes",
+                                               "suspect_links", "node_perf", "link_perf"))
+
+
 @pytest.mark.parametrize("nodes", [("--degrade", "node3=20mbit")], indirect=True)
 def test_degraded_node_is_named_and_nothing_else(nodes: None, tmp_path: Path) -> None:
     v = scan(tmp_path)[0]
-    assert v["suspect_nodes"] == ["node3"], v
-    assert v["suspect_links"] == [], v
+    assert v["suspect_nodes"] == ["node3"], numbers(v)
+    assert v["suspect_links"] == [], numbers(v)
     assert sorted(map(sorted, v["node_links"]["node3"])) == [
         ["node1", "node3"], ["node2", "node3"], ["node3", "node4"]]
 
@@ -91,7 +105,7 @@ def test_degraded_node_is_named_and_nothing_else(nodes: None, tmp_path: Path) ->
 @pytest.mark.parametrize("nodes", [()], indirect=True)
 def test_healthy_fabric_flags_nothing(nodes: None, tmp_path: Path) -> None:
     v = scan(tmp_path)[0]
-    assert (v["suspect_nodes"], v["suspect_links"]) == ([], []), v
+    assert (v["suspect_nodes"], v["suspect_links"]) == ([], []), numbers(v)
 
 
 @pytest.mark.parametrize("nodes", [()], indirect=True)
