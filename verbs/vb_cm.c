@@ -244,15 +244,18 @@ static int vb_cm_client(struct vb_worker *w)
 	unsigned port = (unsigned)w->p->cm_port + w->pair;
 	struct sockaddr_in dst;
 	struct vb_watch wt;
-	uint64_t deadline;
+	uint64_t deadline, t0;
 	char last[64] = "none finished";
+	unsigned attempts = 0;
 	int rc;
 
 	if ((rc = vb_sockaddr(w, w->peer_host, port, &dst)))
 		return rc;
 	vb_watch_start(w, &wt, "the server", false);
+	t0 = wt.since_ns;
 	deadline = wt.since_ns + w->timeout_ns;
 	for (;;) {
+		attempts++;
 		rc = vb_cm_try(w, &dst, &wt, last, sizeof(last));
 		if (rc == -ETIMEDOUT) {
 			snprintf(w->error, sizeof(w->error),
@@ -279,6 +282,11 @@ static int vb_cm_client(struct vb_worker *w)
 		if ((rc = vb_watch_check(w, &wt)))
 			return rc;
 	}
+	/* Late (VB_SLOW_CONNECT_NS): say so, with what the failed attempts met. */
+	if (!rc && pb_clock_now_ns() - t0 > VB_SLOW_CONNECT_NS)
+		pb_log_warn("pair %u (client): connected to %s port %u only after %.1f s and %u attempt(s) (%s%.60s)",
+			    w->pair, w->peer_host, port, (double)(pb_clock_now_ns() - t0) / 1e9, attempts,
+			    attempts > 1 ? "the last failed one: " : "", attempts > 1 ? last : "the one attempt waited");
 	return rc;
 }
 

@@ -19,6 +19,10 @@ struct vb_cm_ops {
 	void (*close)(struct vb_worker *w);
 };
 
+/* A client whose connection took longer than this says so (a warning): a lost request
+ * waiting out a retransmission timer otherwise looks like a slow or hung run. */
+#define VB_SLOW_CONNECT_NS 5000000000ull
+
 extern const struct vb_cm_ops vb_cm_rdma_ops;  /* vb_cm.c: rdma_cm (default) */
 extern const struct vb_cm_ops vb_cm_tcp_ops;   /* vb_cm_tcp.c: a TCP socket, QP transitions by us */
 

@@ -394,14 +394,17 @@ static int vb_tcp_client(struct vb_worker *w, uint8_t *hello, size_t hello_len, 
 	unsigned port = (unsigned)w->p->cm_port + w->pair;
 	struct sockaddr_in dst;
 	struct vb_watch wt;
-	uint64_t deadline;
+	uint64_t deadline, t0;
+	unsigned attempts = 0;
 	int rc;
 
 	if ((rc = vb_sockaddr(w, w->peer_host, port, &dst)))
 		return rc;
 	vb_watch_start(w, &wt, "the server", false);
+	t0 = wt.since_ns;
 	deadline = wt.since_ns + w->timeout_ns;
 	for (;;) {
+		attempts++;
 		rc = vb_tcp_try(w, &dst, &wt, hello, hello_len, mqi);
 		if (rc == -ETIMEDOUT) {
 			snprintf(w->error, sizeof(w->error),
@@ -426,6 +429,9 @@ static int vb_tcp_client(struct vb_worker *w, uint8_t *hello, size_t hello_len, 
 	}
 	if (!rc)
 		snprintf(w->peer, sizeof(w->peer), "%s", w->peer_host);
+	if (!rc && pb_clock_now_ns() - t0 > VB_SLOW_CONNECT_NS)  /* as rdma_cm's client (vb_cm.c) */
+		pb_log_warn("pair %u (client): connected to %s port %u only after %.1f s and %u attempt(s)",
+			    w->pair, w->peer_host, port, (double)(pb_clock_now_ns() - t0) / 1e9, attempts);
 	return rc;
 }
 

@@ -11,7 +11,8 @@
 #                               must catch the flip; send tests with PAIRBENCH_FAULT=latecqe
 #   mismatch                    server and client with different -n: rejected, option named
 #   baddev                      unknown device: exit 2 (77 expected where no device exists)
-#   noserver                    client without a server: non-zero exit within the deadline
+#   noserver                    client without a server: non-zero exit within the deadline;
+#                               with a server 6 s late: connected, and the client's warning says so
 #   kill                        SIGKILL one worker: non-zero exit within the deadline, nothing left
 #   sigint                      Ctrl-C: exit 130, rows so far in the file, error rows for the rest, nothing left
 #   qps                         --qps 1,8,64 on write_bw and write_lat: rows carry the QP count;
@@ -204,6 +205,18 @@ noserver)
     [ $rc -eq 1 ] || fail "exit $rc, expected 1"
     [ $took -le 20 ] || fail "took $took s with --timeout 4"
     grep -q "no server answered" "$work/e" || fail "message does not say that no server answered"
+    # A server that comes 6 s late: the client (--timeout 20) connects and says it was late.
+    "$bin" "${common[@]}" --timeout 20 --connect "$PB_RDMA_IP" -p 19202 --test write_lat -s 8 -n 20 \
+        -o "$work/late.csv" 2>"$work/c.err" &
+    cpid=$!
+    sleep 6
+    timeout 60 "$bin" "${common[@]}" --timeout 20 --server -p 19202 --test write_lat -s 8 -n 20 \
+        -o "$work/s.csv" 2>"$work/s.err"; src=$?
+    wait "$cpid"; rc=$?
+    cat "$work/c.err" "$work/s.err" >&2
+    [ $rc -eq 0 ] && [ $src -eq 0 ] || fail "late server: client exit $rc, server exit $src, expected 0"
+    grep -q "warning: pair 0 (client): connected to $PB_RDMA_IP port 19202 only after [5-9][0-9.]* s and [0-9]* attempt(s)" \
+        "$work/c.err" || fail "the late connection was not reported"
     ;;
 kill)
     need_device
