@@ -154,6 +154,46 @@ def test_a_lost_node_is_left_out_and_its_round_runs_again(tmp_path: Path) -> Non
     assert "n005 lost in round 3" in p.stderr
 
 
+def test_every_node_records_its_environment_once_and_a_different_one_is_named(
+        tmp_path: Path) -> None:
+    """K odd: round 1's bye records in round 2, nobody later; a node with another firmware
+    is named with the majority's, a node that wrote no record is listed, nothing else
+    differs (the sim's records are alike otherwise)."""
+    k = 7
+    run, launches, p = scan(tmp_path, k, {"PB_SIM_NODE_ENV": "n004:fw_ver=16.35.1012,n002:-"},
+                            "--confirm", "0")
+    with_env = [(a["argv"][a["argv"].index("--test") + 1],
+                 a["argv"][a["argv"].index("--scan") + 1]) for a in launches
+                if "--env-json" in a["argv"]]
+    assert with_env == [(TESTS[0], "1"), (TESTS[0], "2")]
+    lines = [json.loads(x) for x in (run / "raw" / "node-env.jsonl").read_text().splitlines()]
+    assert sorted(x["host"] for x in lines) == [h for h in names(k) if h != "n002"]
+    assert all(x["record"]["host"] == x["host"] for x in lines)
+    assert not list(run.glob("raw/**/*.env.json"))  # the ranks' files, gathered and removed
+    env = json.loads((run / "fabric.json").read_text())["node_env"]
+    assert (env["nodes"], env["recorded"], env["missing"]) == (k, k - 1, ["n002"])
+    assert env["differ"] == [{
+        "field": "fw_ver", "label": "firmware", "majority": "20.41.1000", "recorded": k - 1,
+        "values": [{"value": "20.41.1000", "nodes": k - 2, "hosts": []},
+                   {"value": "16.35.1012", "nodes": 1, "hosts": ["n004"]}]}]
+    assert ("node environment: 6 of 7 nodes recorded; differ in fw_ver: n004 16.35.1012 "
+            "(5 others: 20.41.1000)") in p.stderr + p.stdout
+    page = (run / "fabric.html").read_text()
+    assert "Node environment" in page and "16.35.1012: n004" in page and "n002" in page
+
+
+def test_a_node_split_without_majority_is_said_so(tmp_path: Path) -> None:
+    """Two port rates on two nodes each: no value is the majority's, both are listed."""
+    slow = ",".join(f"{h}:port_rate=4X EDR (100 Gbit/s)" for h in ("n000", "n001"))
+    run, _, _ = scan(tmp_path, 4, {"PB_SIM_NODE_ENV": slow}, "--confirm", "0")
+    env = json.loads((run / "fabric.json").read_text())["node_env"]
+    assert env["recorded"] == 4 and [d["field"] for d in env["differ"]] == ["port_rate"]
+    d = env["differ"][0]
+    assert d["majority"] is None
+    assert {g["value"]: g["hosts"] for g in d["values"]} == {
+        "4X EDR (100 Gbit/s)": ["n000", "n001"], "4X HDR (200 Gbit/s)": ["n002", "n003"]}
+
+
 def test_resume_goes_on_after_the_last_complete_round(tmp_path: Path) -> None:
     env = {"PB_SIM_SLOW": "n002=3,n000~n006=2", "PB_SIM_SEED": "5"}
     whole, _, _ = scan(tmp_path / "whole", 10, env, "--confirm", "0")

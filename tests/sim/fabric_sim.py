@@ -27,7 +27,12 @@ rank_job starts one pairbench-verbs rank per node,
 it writes what each rank of pairbench-verbs would: rank i (line i of the host file) finds
 its node pair in round R (the tournament, as pb_scan.c), the client (side A) writes its
 rows (a pair row per pair and the scope=all aggregate, host A, peer B, pattern scan:R) to
---output with %r = its rank, the server an empty file, the bye nothing. More variables:
+--output with %r = its rank, the server an empty file, the bye nothing; with --env-json
+(%r too) every rank but the bye writes a pairbench-verbs record of its node (device,
+firmware, port rate, PCIe link, kernel: the same on every node but what PB_SIM_NODE_ENV
+plants). More variables:
+  PB_SIM_NODE_ENV  "HOST:KEY=VALUE,...": that node's --env-json record has VALUE for KEY (a
+                   top-level field); "HOST:-" writes none for it
   PB_SIM_DEAD      "HOSTA~HOSTB,...": that node pair cannot connect: its client writes error
                    rows after PB_SIM_DEAD_S seconds (default 0.5, at most --timeout) and the
                    launch exits 1; the round's other pairs are not held up
@@ -259,6 +264,27 @@ def verbs_rows(test: str, label: str, rnd: int, sizes: list[int], pairs: int, ha
     return out
 
 
+def verbs_env(host: str, role: str, opts: dict[str, str]) -> dict | None:
+    """The --env-json record of a pairbench-verbs rank on host (None: it writes none)."""
+    rec: dict = {"tool": "pairbench-verbs", "version": "0.1.0", "git_commit": "fabricsim",
+                 "layer": "verbs", "test": opts["--test"], "host": host,
+                 "kernel": "Linux 6.1.0-28-amd64 x86_64", "role": role, "device": "mlx5_0",
+                 "devices_present": "mlx5_0", "driver": "mlx5_core", "fw_ver": "20.41.1000",
+                 "vendor_id": "0x2c9", "vendor_part_id": 4123, "hw_ver": "0x0",
+                 "link_layer": "InfiniBand", "port_rate": "4X HDR (200 Gbit/s)",
+                 "active_mtu_bytes": 4096, "gid_type": "IB", "pcie_link_speed": "16.0 GT/s PCIe",
+                 "pcie_link_width": "16", "clock": {"kernel_clocksource": "tsc"}}
+    for item in filter(None, os.environ.get("PB_SIM_NODE_ENV", "").split(",")):
+        h, _, kv = item.partition(":")
+        if h != host:
+            continue
+        if kv == "-":
+            return None
+        k, _, v = kv.partition("=")
+        rec[k] = v
+    return rec
+
+
 def verbs_round(hosts: list[str], opts: dict[str, str]) -> int:
     """One launch of a verbs scan round (see the module's docstring)."""
     rounds, _, _ = rounds_of("scan:" + opts["--scan"], len(hosts))
@@ -286,6 +312,11 @@ def verbs_round(hosts: list[str], opts: dict[str, str]) -> int:
         ha, hb = hosts[a], hosts[b]
         if lost and n >= len(pairs) // 2:
             break  # the launcher ends the job when it loses a node: the rest never ran
+        for rank, role in ((a, "client"), (b, "server")):
+            rec = verbs_env(hosts[rank], role, opts) if opts.get("--env-json") else None
+            if rec is not None:
+                Path(opts["--env-json"].replace("%r", str(rank))).write_text(
+                    json.dumps(rec, indent=1) + "\n")
         Path(out.replace("%r", str(b))).write_text(",".join(COLUMNS) + "\n")
         if frozenset((ha, hb)) in dead_links or (lost and lose_host in (ha, hb)):
             dead.append((a, ha, hb))

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pairbench.analysis import nodeenv
 from pairbench.analysis.outliers import (
     DEFAULT_TOLERANCE,
     DEFAULT_Z,
@@ -406,9 +407,7 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
     verdicts, lines = [], []
     note = None
     if topo is not None:
-        note = topo.note([str(n) for n in lk["node_a"].cat.categories]
-                         if isinstance(lk["node_a"].dtype, pd.CategoricalDtype) else
-                         sorted(set(lk["node_a"].astype(str)) | set(lk["node_b"].astype(str))))
+        note = topo.note(_scan_nodes(lk))
     for key, g, v in results:
         stem = _stem(key)
         m = matrix_long(g, v, topo)
@@ -426,9 +425,14 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
     top = {"tolerance": tolerance, "z": z}
     if topo is not None:
         top["topology"] = {"file": topo.path, "levels": list(topo.levels), "note": note}
+    env = None
+    if any(key["layer"] == "verbs" for key, _, _ in results):  # pairbench-mpi: one per job
+        env = nodeenv.summary(nodeenv.read(run_dir), _scan_nodes(lk))
+        top["node_env"] = env
+        lines.append(nodeenv.summary_line(env))
     write_output(run_dir / "fabric.json",
                  json.dumps({**top, "verdicts": verdicts}, indent=1) + "\n", "fabric.json")
-    title, frag = _fragment(run_dir, verdicts)
+    title, frag = _fragment(run_dir, verdicts, env)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>{frag}"
             "</body></html>\n")
@@ -437,6 +441,48 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
         lines.append(note)
     return {"text": "\n".join(lines) if lines else "fabric: no node pairs measured",
             "verdicts": verdicts, "topology": note}
+
+
+def _scan_nodes(lk: pd.DataFrame) -> list[str]:
+    """The nodes of a scan's links (scanlinks' categories: in their order)."""
+    if isinstance(lk["node_a"].dtype, pd.CategoricalDtype):
+        return [str(n) for n in lk["node_a"].cat.categories]
+    return sorted(set(lk["node_a"].astype(str)) | set(lk["node_b"].astype(str)))
+
+
+def _env_section(env: dict | None, verdicts: list[dict]) -> str:
+    """The page's node environment: the fields in which the nodes differ, the value of most
+    nodes and every other node's (suspects marked), or that they are alike."""
+    if env is None:
+        return ""
+    head = (f"<h2>Node environment</h2><p>{env['recorded']} of {env['nodes']} nodes "
+            f"recorded theirs ({html.escape(env['file'])})")
+    if env["missing"]:
+        head += "; none from " + html.escape(", ".join(env["missing"]))
+    if not env["differ"]:
+        return head + (f"; alike in all {len(env['fields'])} fields compared: "
+                       f"{html.escape(', '.join(env['fields']))}.</p>"
+                       if env["recorded"] else ".</p>")
+    suspects = {n for v in verdicts for n in v["suspect_nodes"]} | {
+        n for v in verdicts for ab in v["suspect_links"] for n in ab}
+    rows = []
+    for d in env["differ"]:
+        cells = []
+        for g in d["values"]:
+            if g["value"] == d["majority"]:
+                continue
+            hosts = ", ".join(f"{h} (suspect)" if h in suspects else h for h in g["hosts"])
+            more = g["nodes"] - len(g["hosts"])
+            cells.append(f"{html.escape(g['value'])}: {html.escape(hosts)}"
+                         f"{f' and {more} more' if more > 0 else ''}")
+        most = (f"{html.escape(d['majority'])} ({d['values'][0]['nodes']} nodes)"
+                if d["majority"] is not None else "no majority")
+        rows.append(f"<tr><td>{html.escape(d['label'])}</td><td>{most}</td>"
+                    f"<td class='bad'>{'<br>'.join(cells)}</td></tr>")
+    return (head + "; they differ in these fields (a node that differs is a lead for "
+            "its suspects, and a finding where the scan found none):</p>"
+            "<table><tr><th>field</th><th>most nodes</th><th>other nodes</th></tr>"
+            f"{''.join(rows)}</table>")
 
 
 def _suspects_table(verdicts: list[dict]) -> str:
@@ -488,9 +534,10 @@ def _suspects_table(verdicts: list[dict]) -> str:
             f"{''.join(rows)}</table>{said}")
 
 
-def _fragment(run_dir: Path, verdicts: list[dict]) -> tuple[str, str]:
+def _fragment(run_dir: Path, verdicts: list[dict],
+              env: dict | None = None) -> tuple[str, str]:
     title = f"Fabric scan {run_dir.name}"
-    parts = [_suspects_table(verdicts),
+    parts = [_suspects_table(verdicts), _env_section(env, verdicts),
              "<p>Every node pair measured once, in rounds of disjoint node pairs. "
              "perf = value / reference (bandwidth) or reference / value (latency); the "
              "reference is the median over nodes of each node's median link. A node or "
@@ -537,5 +584,5 @@ def fabric_section(run_dir: Path | str) -> tuple[str, str] | None:
     f = run_dir / "fabric.json"
     if not f.is_file():
         return None
-    verdicts = json.loads(f.read_text(encoding="utf-8"))["verdicts"]
-    return _fragment(run_dir, verdicts)
+    doc = json.loads(f.read_text(encoding="utf-8"))
+    return _fragment(run_dir, doc["verdicts"], doc.get("node_env"))

@@ -21,7 +21,9 @@ in a row, is left out of the following rounds (--scan R,skip=POS; its node pairs
 rows; a node lost during a round: the round runs again without it); a launch that produced
 no ok node pair at all is tried once more, then that test's scan stops (resumable; the
 launch's exit code does not tell: mpirun without abort-on-failure exits 0). data.csv is
-assembled from the round files, streamed.
+assembled from the round files, streamed. In the first rounds every node also records its
+environment once (env_round: its device, firmware, port rate, PCIe link, kernel), gathered
+into raw/node-env.jsonl for analysis.nodeenv.
 
 pairbench.runner.scan calls this module (the configuration and Job: pairbench.runner.scancfg).
 """
@@ -37,6 +39,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from pairbench.analysis import nodeenv
+from pairbench.analysis.nodeenv import NODE_ENV
 from pairbench.runner import launchers
 from pairbench.runner.collect import failure_reason
 from pairbench.runner.exeopts import exe_argv
@@ -70,10 +74,11 @@ def hostfile_name(dropped: tuple[str, ...]) -> str:
 def round_job(cfg: FabricConfig, rep: int, test: str, rnd: int,
               dropped: tuple[str, ...] = (),
               live: tuple[Launcher, str] | None = None,
-              files: tuple[str, str] | None = None) -> Job:
+              files: tuple[str, str] | None = None, env: bool = False) -> Job:
     """The launch of round rnd of one (repetition, test): one rank per live node. live:
     the launcher over the live nodes and its host file's text (computed once per plan);
-    files: (folder of the ranks' files, host file), by default the scan's."""
+    files: (folder of the ranks' files, host file), by default the scan's; env: each rank
+    also writes its --env-json record (env_round, gather_env)."""
     launcher, text = live or live_launcher(cfg, dropped)
     sub, hostfile = files or (round_dir(rep, test), hostfile_name(dropped))
     spec = str(rnd)
@@ -84,7 +89,9 @@ def round_job(cfg: FabricConfig, rep: int, test: str, rnd: int,
            "--pairs", str(cfg.ranks_per_node), *exe_argv(cfg),
            "--timeout", f"{cfg.timeout_s:g}", "--quiet", "--scan", spec,
            "--scan-hosts", f"{cfg.run_dir}/{hostfile}",
-           "--output", f"{cfg.run_dir}/{sub}/round{rnd}.%r.csv", *cfg.exe_args]
+           "--output", f"{cfg.run_dir}/{sub}/round{rnd}.%r.csv",
+           *(["--env-json", f"{cfg.run_dir}/{sub}/round{rnd}.%r.env.json"] if env else []),
+           *cfg.exe_args]
     argv, env = launcher.rank_job(exe, f"{cfg.run_dir}/{hostfile}")
     side = Side("main", tuple(argv), f"{sub}/round{rnd}.stdout", f"{sub}/round{rnd}.stderr")
     p = Point(index=0, name=f"r{rep}-{test}-round{rnd}", layer="verbs", test=test,
@@ -92,6 +99,39 @@ def round_job(cfg: FabricConfig, rep: int, test: str, rnd: int,
               timeout_s=cfg.timeout_s, csv=None, env_json=None, env=(*launcher.env(), *env))
     return Job(point=p, subdir=".", wave=0, rounds=(rnd, rnd), dropped=dropped,
                hostfile=(hostfile, text))
+
+
+def env_round(cfg: FabricConfig, rep: int, test: str, rnd: int) -> bool:
+    """Whether the ranks of this round record their environment: round 1 of the scan's first
+    (repetition, test), where every node has a peer, and round 2 when K is odd (round 1's
+    bye): each node once, not K times."""
+    return (rep == 1 and test == cfg.tests[0]
+            and (rnd == 1 or (rnd == 2 and len(cfg.hosts) % 2 == 1)))
+
+
+def gather_env(run_dir: Path, job: Job, live: list[str]) -> int:
+    """Move the ranks' --env-json records of an env_round launch into NODE_ENV (one line per
+    node, its scan name and record; a node recorded earlier keeps its line). live: the
+    launch's hosts, rank i = live[i]. Returns the nodes added."""
+    sub = run_dir / Path(job.point.sides[0].stdout).parent
+    rnd = job.rounds[0] if job.rounds else 0
+    path = run_dir / NODE_ENV
+    have = set(nodeenv.read(run_dir))
+    new: list[str] = []
+    for i, host in enumerate(live):
+        f = sub / f"round{rnd}.{i}.env.json"
+        try:
+            rec = json.loads(f.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, ValueError):
+            rec = None  # a bye, a rank that never started, a record cut short
+        f.unlink(missing_ok=True)
+        if isinstance(rec, dict) and host not in have:
+            have.add(host)
+            new.append(json.dumps({"host": host, "record": rec}, separators=(",", ":")))
+    if new:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write("".join(f"{line}\n" for line in new))
+    return len(new)
 
 
 def live_launcher(cfg: FabricConfig, dropped: tuple[str, ...]) -> tuple[Launcher,
@@ -109,7 +149,7 @@ def plan_rounds(cfg: FabricConfig) -> list[Job]:
     for rep in range(1, cfg.repetitions + 1):
         for test in cfg.tests:
             for r in range(1, total_rounds(len(cfg.hosts)) + 1):
-                j = round_job(cfg, rep, test, r, (), live)
+                j = round_job(cfg, rep, test, r, (), live, env=env_round(cfg, rep, test, r))
                 out.append(replace(j, point=replace(j.point, index=len(out)), wave=len(out)))
     return out
 
@@ -250,7 +290,8 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
                     continue
                 if k - len(dropped) < 2:
                     break
-                job = round_job(cfg, rep, test, r, dropped)
+                env = env_round(cfg, rep, test, r)
+                job = round_job(cfg, rep, test, r, dropped, env=env)
                 assert job.hostfile is not None
                 hf = run_dir / job.hostfile[0]
                 if not hf.is_file():
@@ -259,6 +300,8 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
                 err = (run_dir / job.point.sides[0].stderr).read_text(errors="replace")
                 lost = [h for h in launchers.get(cfg).lost_nodes(err) if h not in dropped]
                 lines, failed, n_ok = collect_round(cfg, job, res, run_dir, lost)
+                if env:
+                    gather_env(run_dir, job, [h for h in cfg.hosts if h not in dropped])
                 for side in (job.point.sides[0].stdout, job.point.sides[0].stderr):
                     if (run_dir / side).stat().st_size == 0:
                         (run_dir / side).unlink()  # K files a round otherwise, most empty
