@@ -175,9 +175,24 @@ def sweep(env: dict, results: Path, launcher: str, *extra: str,
     out = proc.stdout.strip().splitlines()
     assert out, proc.stderr
     run_dir = Path(out[-1])
-    assert proc.returncode == 0, (proc.stderr, (run_dir / "data.csv").read_text()
-                                  if (run_dir / "data.csv").is_file() else "")
+    assert proc.returncode == 0, failure_text(proc, run_dir)
     return run_dir
+
+
+def failure_text(proc: subprocess.CompletedProcess, run_dir: Path) -> str:
+    """A failed sweep's stderr, its error rows' reasons and the end of each launch's stderr,
+    as one string (pytest shortens a tuple's repr to a line)."""
+    said = [f"exit {proc.returncode}; stderr:\n{proc.stderr[-2000:]}"]
+    if (run_dir / "data.csv").is_file():
+        with open(run_dir / "data.csv", newline="") as f:
+            said += [f"error row: {r['test']} {r['msg_size_bytes']} B pairs={r['pairs']} "
+                     f"{r['pair_id']}: {r['error']}" for r in csv.DictReader(f)
+                     if r["status"] != "ok"]
+    for err in sorted((run_dir / "raw").glob("*.stderr")):
+        text = err.read_text(errors="replace").strip()
+        if text:
+            said.append(f"{err.name}: ...{text[-600:]}")
+    return "\n".join(said)
 
 
 def check_rows(run_dir: Path) -> list[dict]:

@@ -13,13 +13,12 @@ is never a difference. Cost: O(nodes x fields).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-NODE_ENV = "raw/node-env.jsonl"  # {"host": scan name, "record": the --env-json record}
+from pairbench.runner.scanverbs import NODE_ENV
+
 LISTED = 50                      # hosts listed per value; the rest counted
 
 
@@ -74,25 +73,6 @@ def _text(v: object) -> str | None:
         return None
     text = str(v).strip()
     return text or None
-
-
-def read(run_dir: Path | str) -> dict[str, dict]:
-    """host -> its record, from the run's NODE_ENV (the first line of a host wins; a line
-    that is not a record is skipped). {} when the scan recorded none."""
-    out: dict[str, dict] = {}
-    path = Path(run_dir) / NODE_ENV
-    if not path.is_file():
-        return out
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                x = json.loads(line)
-            except ValueError:
-                continue
-            if (isinstance(x, dict) and isinstance(x.get("host"), str)
-                    and isinstance(x.get("record"), dict)):
-                out.setdefault(x["host"], x["record"])
-    return out
 
 
 def differences(records: dict[str, dict]) -> list[dict]:

@@ -42,6 +42,7 @@ from pairbench.analysis.scanlinks import matrix, read_scan
 from pairbench.analysis.topology import Topology
 from pairbench.contract.sizes import size_label
 from pairbench.io.safeio import write_output
+from pairbench.runner.scanverbs import read_node_env
 
 CSS = """body{font-family:sans-serif;margin:2em;max-width:1100px}
 table{border-collapse:collapse;margin:1em 0;font-size:90%}
@@ -427,7 +428,7 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
         top["topology"] = {"file": topo.path, "levels": list(topo.levels), "note": note}
     env = None
     if any(key["layer"] == "verbs" for key, _, _ in results):  # pairbench-mpi: one per job
-        env = nodeenv.summary(nodeenv.read(run_dir), _scan_nodes(lk))
+        env = nodeenv.summary(read_node_env(run_dir), _scan_nodes(lk))
         top["node_env"] = env
         lines.append(nodeenv.summary_line(env))
     write_output(run_dir / "fabric.json",

@@ -39,8 +39,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from pairbench.analysis import nodeenv
-from pairbench.analysis.nodeenv import NODE_ENV
 from pairbench.runner import launchers
 from pairbench.runner.collect import failure_reason
 from pairbench.runner.exeopts import exe_argv
@@ -59,6 +57,7 @@ from pairbench.runner.scanrows import (
 from pairbench.runner.schedule import round_links, total_rounds
 
 STRIKES = 2  # rounds in a row in which a node's pair failed: the node is left out
+NODE_ENV = "raw/node-env.jsonl"  # per line {"host": its scan name, "record": --env-json's}
 PRINT_S = 2.0  # progress: at most one line this often (and the last round's)
 
 
@@ -116,7 +115,7 @@ def gather_env(run_dir: Path, job: Job, live: list[str]) -> int:
     sub = run_dir / Path(job.point.sides[0].stdout).parent
     rnd = job.rounds[0] if job.rounds else 0
     path = run_dir / NODE_ENV
-    have = set(nodeenv.read(run_dir))
+    have = set(read_node_env(run_dir))
     new: list[str] = []
     for i, host in enumerate(live):
         f = sub / f"round{rnd}.{i}.env.json"
@@ -132,6 +131,25 @@ def gather_env(run_dir: Path, job: Job, live: list[str]) -> int:
         with open(path, "a", encoding="utf-8") as out:
             out.write("".join(f"{line}\n" for line in new))
     return len(new)
+
+
+def read_node_env(run_dir: Path | str) -> dict[str, dict]:
+    """host -> its record, from the run's NODE_ENV (a host's first line wins; a line that is
+    not a record is skipped). {} when the scan recorded none."""
+    out: dict[str, dict] = {}
+    path = Path(run_dir) / NODE_ENV
+    if not path.is_file():
+        return out
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                x = json.loads(line)
+            except ValueError:
+                continue
+            if (isinstance(x, dict) and isinstance(x.get("host"), str)
+                    and isinstance(x.get("record"), dict)):
+                out.setdefault(x["host"], x["record"])
+    return out
 
 
 def live_launcher(cfg: FabricConfig, dropped: tuple[str, ...]) -> tuple[Launcher,
