@@ -182,6 +182,31 @@ def test_every_node_records_its_environment_once_and_a_different_one_is_named(
     assert "Node environment" in page and "16.35.1012: n004" in page and "n002" in page
 
 
+def test_accept_environment_judges_every_node_of_the_scan(tmp_path: Path) -> None:
+    """accept's [environment] on a verbs scan judges each node's device from its record: one
+    firmware across the nodes fails on the planted one, the MTU passes per node, and a node
+    without a record fails the node_records check (it could not be judged)."""
+    env = {"PB_SIM_NODE_ENV": "n004:fw_ver=16.35.1012,n002:-"}
+    run, _, _ = scan(tmp_path / "a", 7, env, "--confirm", "0")
+    spec = tmp_path / "env.toml"
+    spec.write_text("[environment]\nsame_firmware = true\nmtu = 4096\n")
+    p = cli("accept", str(run), "--spec", str(spec))
+    assert p.returncode == 1, p.stdout + p.stderr
+    out = p.stdout
+    fw = [ln for ln in out.splitlines() if "same_firmware" in ln]
+    assert len(fw) == 1 and "FAIL" in fw[0].upper(), out
+    assert "2 firmware version(s): 16.35.1012 on n004:mlx5_0; 20.41.1000 on" in fw[0], fw
+    mtu = [ln for ln in out.splitlines() if "environment mtu" in ln]
+    assert len(mtu) == 6 and all("PASS" in ln.upper() for ln in mtu), out
+    rec = [ln for ln in out.splitlines() if "node_records" in ln]
+    assert len(rec) == 1 and "6 of 7 nodes recorded" in rec[0] and "none from n002" in rec[0]
+    # every node recorded, one firmware: the same spec passes
+    run, _, _ = scan(tmp_path / "b", 7, {}, "--confirm", "0")
+    p = cli("accept", str(run), "--spec", str(spec))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 firmware version(s): 20.41.1000 on" in p.stdout and "7 of 7 nodes" in p.stdout
+
+
 def test_a_node_split_without_majority_is_said_so(tmp_path: Path) -> None:
     """Two port rates on two nodes each: no value is the majority's, both are listed."""
     slow = ",".join(f"{h}:port_rate=4X EDR (100 Gbit/s)" for h in ("n000", "n001"))

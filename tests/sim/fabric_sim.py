@@ -282,6 +282,11 @@ def verbs_env(host: str, role: str, opts: dict[str, str]) -> dict | None:
             return None
         k, _, v = kv.partition("=")
         rec[k] = v
+    # the "devices" list, as pairbench-verbs writes it: the device's own fields again
+    rec["devices"] = [{"name": rec["device"], "port": 1, **{
+        k: rec[k] for k in ("fw_ver", "vendor_id", "vendor_part_id", "link_layer",
+                            "port_rate", "active_mtu_bytes", "pcie_link_speed",
+                            "pcie_link_width")}}]
     return rec
 
 

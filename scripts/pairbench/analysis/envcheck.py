@@ -2,7 +2,8 @@
 
 The values come from the run's metadata.json (pairbench.analysis.envdiff.devices: the
 fingerprint of the driver's host, read from sysfs, and the points' --env-json device
-records) and, for the counters, from the run's counters.csv (docs/health.md). Each
+records; for a verbs fabric scan also every node's record, raw/node-env.jsonl) and, for
+the counters, from the run's counters.csv (docs/health.md). Each
 criterion gives one check row per device it judges (the devices the run used; all with an
 ACTIVE port when the points name none; or the spec's `devices`), so each passes or fails on
 its own, naming the device and what it found.
@@ -18,6 +19,7 @@ from pairbench.analysis.envdiff import devices as run_devices
 from pairbench.contract.sizes import Size
 from pairbench.errors import UsageError
 from pairbench.io.tomlschema import Bool, ListOf, PositiveInt, Str, key
+from pairbench.runner.scanverbs import read_node_env
 
 # Lane signalling rate (Gb/s) of each InfiniBand speed name (IBTA; ibv_query_port's
 # active_speed): "highest the port supports" compares these.
@@ -220,9 +222,34 @@ def _firmware_rows(env: Environment, devs: dict[str, tuple[dict, list[str]]],
         for place, fw in fws.items():
             versions.setdefault(fw or "not recorded", []).append(place)
         ok = len(versions) == 1 and "not recorded" not in versions
-        detail = "; ".join(f"{v} on {', '.join(p)}" for v, p in sorted(versions.items()))
-        rows.append(_row("same_firmware", ", ".join(fws) or "*", len(versions), 1, ok,
+        detail = "; ".join(f"{v} on {_some(p)}" for v, p in
+                           sorted(versions.items(), key=lambda x: (len(x[1]), x[0])))
+        where = ", ".join(fws) if len(fws) <= SHOWN else f"{len(fws)} devices"
+        rows.append(_row("same_firmware", where or "*", len(versions), 1, ok,
                          f"{len(versions)} firmware version(s): {detail or 'no devices'}"))
+
+
+SHOWN = 10  # devices named in one check's detail (a fabric scan's nodes: thousands)
+
+
+def _some(places: list[str]) -> str:
+    return ", ".join(places[:SHOWN]) + (f" and {len(places) - SHOWN} more"
+                                        if len(places) > SHOWN else "")
+
+
+def with_nodes(meta: dict, run: Path | None) -> tuple[dict, list[str] | None]:
+    """(meta with a verbs fabric scan's node records (raw/node-env.jsonl, docs/fabric.md)
+    among the points' records, so that every node's device is judged as 'HOST:DEVICE';
+    the scan's nodes without a record), or (meta, None) for a run that is no such scan."""
+    cfg = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    if (meta.get("kind") != "pairbench fabric" or cfg.get("layer") != "verbs"
+            or cfg.get("launcher") not in ("mpirun", "srun") or run is None):
+        return meta, None
+    nodes = read_node_env(run) if Path(run).is_dir() else {}
+    missing = [h for h in cfg.get("hosts") or [] if h not in nodes]
+    hosts = [h for h in cfg.get("hosts") or [] if h in nodes]  # the scan's order
+    return {**meta, "points": [*(meta.get("points") or []),
+                               *({"env_record": nodes[h]} for h in hosts)]}, missing
 
 
 def evaluate_environment(env: Environment | None, meta: dict, run: Path | None,
@@ -230,9 +257,15 @@ def evaluate_environment(env: Environment | None, meta: dict, run: Path | None,
     """Append one check row per device and environment criterion of the spec."""
     if env is None:
         return
+    meta, missing = with_nodes(meta, run)
     devs = judged(meta, env)
     wants_device = any(v is not None for k, v in env.__dict__.items()
                        if k not in ("devices", "no_error_counters"))
+    if missing is not None and wants_device:  # a node without a record is not judged
+        n = len((meta.get("config") or {}).get("hosts") or [])
+        rows.append(_row("node_records", "*", n - len(missing), n, not missing,
+                         f"{n - len(missing)} of {n} nodes recorded their environment"
+                         + (f"; none from {_some(missing)}" if missing else "")))
     if not devs and wants_device:
         rows.append(_row("devices", "*", None, "", False,
                          "no RDMA device recorded in metadata.json (fingerprint or the "
