@@ -73,11 +73,11 @@ def hostfile_name(dropped: tuple[str, ...]) -> str:
 def round_job(cfg: FabricConfig, rep: int, test: str, rnd: int,
               dropped: tuple[str, ...] = (),
               live: tuple[Launcher, str] | None = None,
-              files: tuple[str, str] | None = None, env: bool = False) -> Job:
+              files: tuple[str, str] | None = None, record_env: bool = False) -> Job:
     """The launch of round rnd of one (repetition, test): one rank per live node. live:
     the launcher over the live nodes and its host file's text (computed once per plan);
-    files: (folder of the ranks' files, host file), by default the scan's; env: each rank
-    also writes its --env-json record (env_round, gather_env)."""
+    files: (folder of the ranks' files, host file), by default the scan's; record_env: each
+    rank also writes its --env-json record (env_round, gather_env)."""
     launcher, text = live or live_launcher(cfg, dropped)
     sub, hostfile = files or (round_dir(rep, test), hostfile_name(dropped))
     spec = str(rnd)
@@ -89,7 +89,8 @@ def round_job(cfg: FabricConfig, rep: int, test: str, rnd: int,
            "--timeout", f"{cfg.timeout_s:g}", "--quiet", "--scan", spec,
            "--scan-hosts", f"{cfg.run_dir}/{hostfile}",
            "--output", f"{cfg.run_dir}/{sub}/round{rnd}.%r.csv",
-           *(["--env-json", f"{cfg.run_dir}/{sub}/round{rnd}.%r.env.json"] if env else []),
+           *(["--env-json", f"{cfg.run_dir}/{sub}/round{rnd}.%r.env.json"] if record_env
+             else []),
            *cfg.exe_args]
     argv, env = launcher.rank_job(exe, f"{cfg.run_dir}/{hostfile}")
     side = Side("main", tuple(argv), f"{sub}/round{rnd}.stdout", f"{sub}/round{rnd}.stderr")
@@ -167,7 +168,8 @@ def plan_rounds(cfg: FabricConfig) -> list[Job]:
     for rep in range(1, cfg.repetitions + 1):
         for test in cfg.tests:
             for r in range(1, total_rounds(len(cfg.hosts)) + 1):
-                j = round_job(cfg, rep, test, r, (), live, env=env_round(cfg, rep, test, r))
+                j = round_job(cfg, rep, test, r, (), live,
+                              record_env=env_round(cfg, rep, test, r))
                 out.append(replace(j, point=replace(j.point, index=len(out)), wave=len(out)))
     return out
 
@@ -308,8 +310,8 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
                     continue
                 if k - len(dropped) < 2:
                     break
-                env = env_round(cfg, rep, test, r)
-                job = round_job(cfg, rep, test, r, dropped, env=env)
+                record_env = env_round(cfg, rep, test, r)
+                job = round_job(cfg, rep, test, r, dropped, record_env=record_env)
                 assert job.hostfile is not None
                 hf = run_dir / job.hostfile[0]
                 if not hf.is_file():
@@ -318,7 +320,7 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
                 err = (run_dir / job.point.sides[0].stderr).read_text(errors="replace")
                 lost = [h for h in launchers.get(cfg).lost_nodes(err) if h not in dropped]
                 lines, failed, n_ok = collect_round(cfg, job, res, run_dir, lost)
-                if env:
+                if record_env:
                     gather_env(run_dir, job, [h for h in cfg.hosts if h not in dropped])
                 for side in (job.point.sides[0].stdout, job.point.sides[0].stderr):
                     if (run_dir / side).stat().st_size == 0:
