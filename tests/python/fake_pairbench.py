@@ -6,7 +6,9 @@ Behaviour is chosen with environment variables (so the driver's argv stays reali
                  first size only, then exit 1) | slow (sleep FAKE_PB_SLEEP s, default 60) |
                  skip (exit 77) | badschema (schema_version 9 in --print-schema and rows) |
                  garbage (non-CSV output) | errorrow (a status=error row for the largest size) |
-                 truncated (rows of the first size, then half a row, then SIGKILL itself)
+                 truncated (rows of the first size, then half a row, then SIGKILL itself) |
+                 crashstart (SIGSEGV itself before writing anything, as a rank dying in
+                 MPI_Init; with FAKE_PB_CRASHES=FILE holding N, only the next N runs do)
   FAKE_PB_SCALE  multiply every latency by this and divide bandwidths (default 1.0)
   FAKE_PB_SLOW_PAIR  this pair id (when the run has it) is FAKE_PB_SLOW_FACTOR (default 2)
                  times slower: latency x factor, bandwidth / factor
@@ -39,6 +41,7 @@ import json
 import math
 import os
 import random
+import signal
 import socket
 import sys
 import time
@@ -280,6 +283,15 @@ def main() -> int:
     if os.environ.get("FAKE_PB_PIDFILE"):
         with open(os.environ["FAKE_PB_PIDFILE"], "a") as f:
             f.write(f"{os.getpid()}\n")
+    if mode == "crashstart":
+        left = Path(os.environ["FAKE_PB_CRASHES"]) if os.environ.get("FAKE_PB_CRASHES") else None
+        n = int(left.read_text()) if left else 1
+        if n > 0:
+            if left:
+                left.write_text(str(n - 1))
+            print("fake-pairbench: [node1] *** Process received signal *** (in MPI_Init)",
+                  file=sys.stderr, flush=True)
+            os.kill(os.getpid(), signal.SIGSEGV)
     if mode == "slow" and os.environ.get("FAKE_PB_SLOW_TEST", a.test) == a.test:
         time.sleep(float(os.environ.get("FAKE_PB_SLEEP", "60")))
     if mode == "fail" and os.environ.get("FAKE_PB_FAIL_TEST", a.test) == a.test:

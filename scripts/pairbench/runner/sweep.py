@@ -103,6 +103,42 @@ def check_launch(cfg: SweepConfig, probe: StartupProbe | None = None,
     check_schema(version, cols, f"{cfg.binary} --print-schema")
 
 
+# A job that died by a signal before writing any row (an MPI rank killed in MPI_Init: Open
+# MPI 4.1.4's TCP BTL segfaults there now and then when a connect() is slow) is started again
+# this many times, said on stderr and kept in metadata.json (the point's "start_tries"). A
+# point that measured anything, failed in another way, timed out or was interrupted is not.
+START_RETRIES = 1
+
+
+def died_at_start(res: PointResult, run_dir: Path) -> bool:
+    """Whether the point's job died by a signal (a negative exit code, or a launcher's
+    128 + N) and wrote no row (its CSV, or its sides' stdout, holds at most the header)."""
+    p = res.point
+    if (res.ok or res.timed_out or res.interrupted or res.launch_error is not None
+            or not any(c is not None and (c < 0 or c > 128) for c in res.exit_codes)):
+        return False
+    outs = [run_dir / p.csv] if p.csv else [run_dir / s.stdout for s in p.sides]
+    for f in outs:
+        try:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                if sum(1 for line in fh if line.strip()) > 1:
+                    return False
+        except OSError:
+            continue
+    return True
+
+
+def keep_try(res: PointResult, run_dir: Path, n: int) -> dict:
+    """Set a failed try's files aside (NAME.tryN) and say what it was, for start_tries."""
+    p = res.point
+    said = {"try": n, "reason": failure_reason(res, run_dir) or "",
+            "exit_codes": list(res.exit_codes), "elapsed_s": round(res.elapsed_s, 3)}
+    for rel in [p.csv, p.env_json, *(x for s in p.sides for x in (s.stdout, s.stderr))]:
+        if rel and (run_dir / rel).exists():
+            (run_dir / rel).replace(run_dir / f"{rel}.try{n}")
+    return said
+
+
 def point_record(res: PointResult, run_dir: Path, reason: str | None) -> dict:
     p = res.point
     env_record = None
@@ -197,6 +233,15 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
             prog.starting(label)
             res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)),
                             stop=signals.stopped)
+            tries: list[dict] = []
+            while len(tries) < START_RETRIES and died_at_start(res, run_dir):
+                tries.append(keep_try(res, run_dir, len(tries) + 1))
+                print(f"sweep: {p.name}: the job died before writing a row "
+                      f"({tries[-1]['reason']}); starting it again (try {len(tries) + 1} of "
+                      f"{START_RETRIES + 1}; the first try's files: *.try{len(tries)})",
+                      file=sys.stderr, flush=True)
+                res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)),
+                                stop=signals.stopped)
             if res.interrupted and signals.received is not None:
                 why = (f"interrupted by {signals.name} while this point ran (process group "
                        "killed)")
@@ -214,7 +259,8 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
             n_bad = sum(r["status"] != "ok" for r in rows)
             if reason is None and n_bad:
                 reason = f"{n_bad} error row(s)"
-            meta["points"].append(point_record(res, run_dir, reason))
+            meta["points"].append({**point_record(res, run_dir, reason),
+                                   **({"start_tries": tries} if tries else {})})
             atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
             atomic_write_json(run_dir / "metadata.json", meta)
             prog.finished(label, "ok" if reason is None else f"error: {reason}", res.elapsed_s)
