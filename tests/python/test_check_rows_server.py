@@ -115,21 +115,38 @@ def test_without_a_live_server_the_client_checks_in_a_process_of_its_own(
     assert served(args(csvs["good"]), no_fifo, tmp_path / "w2") == direct(args(csvs["good"]))
 
 
-# The server as `--serve` runs it, but every open of a FIFO waits 2 s first: a server the
-# scheduler set aside between making its FIFO and opening it.
+# The server as `--serve` runs it, but every os.open of a FIFO waits 2 s first (a server the
+# scheduler set aside between making its FIFO and opening it), and it pauses 1 s after each
+# answer is out (set aside before it counted the answer: the client, which has it, may stop
+# the server at once; the count it prints must include that answer).
 SLOW_OPEN = """
-import os, stat, sys, time
+import builtins, os, stat, sys, time
 sys.path.insert(0, sys.argv[1])
+def is_fifo(path):
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, TypeError, ValueError):
+        return False
 real_open = os.open
 def slow_open(path, flags, *rest):
-    try:
-        fifo = stat.S_ISFIFO(os.stat(path).st_mode)
-    except OSError:
-        fifo = False
-    if fifo:
+    if is_fifo(path):
         time.sleep(2)
     return real_open(path, flags, *rest)
 os.open = slow_open
+real_builtin_open = builtins.open
+class PausedAfterClose:
+    def __init__(self, f):
+        self.f = f
+    def __enter__(self):
+        return self.f
+    def __exit__(self, *exc):
+        self.f.close()
+        time.sleep(1)
+def reply_open(path, *a, **k):
+    f = real_builtin_open(path, *a, **k)
+    writes = "w" in (a[0] if a else k.get("mode", "r"))
+    return PausedAfterClose(f) if writes and is_fifo(path) else f
+builtins.open = reply_open
 import check_rows
 sys.exit(check_rows.serve(sys.argv[2]))
 """

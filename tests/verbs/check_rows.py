@@ -203,15 +203,19 @@ def serve(fifo: str) -> int:
                 except Exception as e:  # one bad request must not end the batch's server
                     print(f"check_rows: error: {type(e).__name__}: {e}")
                     rc = 1
+            # Counted before the answer goes out: a client that has it may stop us at once
+            # (SIGTERM), and the count we print then must include it.
+            answered += 1
+            failed += rc != 0
             try:
                 with open(reply, "w", encoding="utf-8") as f:
                     text = out.getvalue()
                     f.write(text + ("\n" if text and not text.endswith("\n") else "")
                             + f"\x04rc {rc}\n")
             except OSError as e:
+                answered -= 1
+                failed -= rc != 0
                 print(f"check_rows --serve: cannot answer {reply}: {e}", file=sys.stderr)
-            answered += 1
-            failed += rc != 0
     return 0
 
 
