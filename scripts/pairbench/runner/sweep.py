@@ -231,17 +231,16 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
                 prog.finished(label, "not run", 0.0)
                 continue
             prog.starting(label)
-            res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)),
-                            stop=signals.stopped)
+            grace = min(10.0, max(1.0, 0.1 * p.timeout_s))
+            res = run_point(p, run_dir, grace_s=grace, stop=signals.stopped)
             tries: list[dict] = []
             while len(tries) < START_RETRIES and died_at_start(res, run_dir):
                 tries.append(keep_try(res, run_dir, len(tries) + 1))
                 print(f"sweep: {p.name}: the job died before writing a row "
                       f"({tries[-1]['reason']}); starting it again (try {len(tries) + 1} of "
-                      f"{START_RETRIES + 1}; the first try's files: *.try{len(tries)})",
+                      f"{START_RETRIES + 1}; that try's files: *.try{len(tries)})",
                       file=sys.stderr, flush=True)
-                res = run_point(p, run_dir, grace_s=min(10.0, max(1.0, 0.1 * p.timeout_s)),
-                                stop=signals.stopped)
+                res = run_point(p, run_dir, grace_s=grace, stop=signals.stopped)
             if res.interrupted and signals.received is not None:
                 why = (f"interrupted by {signals.name} while this point ran (process group "
                        "killed)")
