@@ -283,9 +283,17 @@ stray-rping|stray-perftest|stray-tcp) # a stranger connects first: rejected, one
         fi
         for _ in {1..40}; do grep -q "rejected a connection" "$work/s.err" && break 2; nap 0.05; done
     done
-    "$bin" "${common[@]}" --timeout 20 --connect "$ip" -p $port --test write_lat -s 8 -n 20 -o "$work/o.csv" 2>"$work/e"
-    rc=$?; wait "$spid"; src=$?
+    "$bin" "${common[@]}" --timeout 20 --connect "$ip" -p $port --test write_lat -s 8 -n 20 -o "$work/o.csv" 2>"$work/e" &
+    cpid=$!; pids+=("$cpid")
+    # Still connecting after 10 s (twice in ~30 runs: every attempt REJECTED with status 8, "no
+    # listener", while the server held its listen id): what the kernel's rdma_cm has then.
+    for _ in {1..100}; do kill -0 "$cpid" 2>/dev/null || break; nap 0.1; done
+    if kill -0 "$cpid" 2>/dev/null && command -v rdma >/dev/null; then
+        { echo "rdma resource show cm_id, the client still connecting after 10 s:"; rdma resource show cm_id; } >"$work/cmid" 2>&1
+    fi
+    wait "$cpid"; rc=$?; wait "$spid"; src=$?
     cat "$work/s.err" >> "$work/e"
+    [ -s "$work/cmid" ] && cat "$work/cmid" >> "$work/e"
     late "$work/e"
     expect_rc 0
     [ "$src" -eq 0 ] || fail "server exit $src after the stranger"
