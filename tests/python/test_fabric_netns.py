@@ -57,7 +57,30 @@ def nodes(request: pytest.FixtureRequest) -> Iterator[None]:
         assert "pbf-node" not in left
 
 
-def scan(tmp_path: Path) -> list[dict]:
+SPREAD = 10  # the most the links between healthy nodes may differ for a scan to count
+
+
+def scan(tmp_path: Path, bad: str = "") -> list[dict]:
+    """The scan's verdicts, from a scan whose links between healthy nodes (not touching `bad`)
+    are within SPREAD of each other; one more scan if the first was not (once in 8 test-all
+    runs, a starved pair: node1~node4 at 50 Mbit/s, 48x below node1~node2, so two of node1's
+    and node4's three links were slow and the reference with them: no rule can tell a bad
+    node at K = 4 when four of six links are slow). A verdict is asserted only on a scan the
+    test's premise holds for: links between healthy nodes alike."""
+    for attempt in (1, 2):
+        verdicts = one_scan(tmp_path / f"try{attempt}")
+        perf = [p for ab, p in verdicts[0]["link_perf"].items() if bad not in ab.split("~")]
+        spread = max(perf) / min(perf)
+        if spread <= SPREAD:
+            return verdicts
+        print(f"try {attempt}: links between healthy nodes spread {spread:.0f}x (the machine "
+              f"starved a pair): {numbers(verdicts[0])}")
+    pytest.fail(f"links between healthy nodes spread {spread:.0f}x in both scans, more than "
+                f"the {SPREAD}x this test is built for: {numbers(verdicts[0])}")
+
+
+def one_scan(tmp_path: Path) -> list[dict]:
+    tmp_path.mkdir()
     mca = netns("mca-args").stdout.split()
     p = cli("fabric", "--hosts", HOSTS, "--binary", str(MPI_BIN), "--test", "bw", "-s", "64K",
             "--pin", "none", "-w", "2", "--timeout", "60", "--results-dir", str(tmp_path),
@@ -95,7 +118,7 @@ def numbers(v: dict) -> str:
 
 @pytest.mark.parametrize("nodes", [("--degrade", "node3=20mbit")], indirect=True)
 def test_degraded_node_is_named_and_nothing_else(nodes: None, tmp_path: Path) -> None:
-    v = scan(tmp_path)[0]
+    v = scan(tmp_path, bad="node3")[0]
     assert v["suspect_nodes"] == ["node3"], numbers(v)
     assert v["suspect_links"] == [], numbers(v)
     assert sorted(map(sorted, v["node_links"]["node3"])) == [
