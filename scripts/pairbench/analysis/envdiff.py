@@ -32,14 +32,15 @@ class EnvField:
     read: Callable[[dict], Values]
 
 
-def _s(v: object) -> str | None:
+def recorded_text(v: object) -> str | None:
     """A recorded value as text; None (not recorded) for null, '' or a missing key."""
     if v is None:
         return None
     if isinstance(v, bool):
         return "on" if v else "off"
     if isinstance(v, dict):
-        inner = [f"{k}={_s(x)}" for k, x in sorted(v.items()) if _s(x) is not None]
+        inner = [f"{k}={recorded_text(x)}" for k, x in sorted(v.items())
+                 if recorded_text(x) is not None]
         return ", ".join(inner) or None
     if isinstance(v, list):
         return ", ".join(str(x) for x in v) or None
@@ -56,7 +57,7 @@ def _host(meta: dict, *path: str) -> Values:
     v: object = _fp(meta)
     for k in path:
         v = v.get(k) if isinstance(v, dict) else None
-    text = _s(v)
+    text = recorded_text(v)
     return {"": text} if text is not None else {}
 
 
@@ -101,7 +102,7 @@ def _per_device(read: Callable[[dict], object]) -> Callable[[dict], Values]:
     def values(meta: dict) -> Values:
         out = {}
         for place, d in devices(meta).items():
-            text = _s(read(d))
+            text = recorded_text(read(d))
             if text is not None:
                 out[place] = text
         return out
@@ -119,7 +120,7 @@ def _ports(d: dict, key: str) -> object:
 
 
 def _pcie(d: dict) -> str | None:
-    speed, width = _s(d.get("pcie_link_speed")), _s(d.get("pcie_link_width"))
+    speed, width = recorded_text(d.get("pcie_link_speed")), recorded_text(d.get("pcie_link_width"))
     if speed is None and width is None:
         return None
     return " ".join(x for x in (speed, f"x{width}" if width else None) if x)
@@ -130,7 +131,8 @@ def _mtu(d: dict) -> str | None:
 
 
 def _driver(d: dict) -> str | None:
-    return " ".join(x for x in (_s(d.get("driver")), _s(d.get("driver_version"))) if x) or None
+    parts = (recorded_text(d.get("driver")), recorded_text(d.get("driver_version")))
+    return " ".join(x for x in parts if x) or None
 
 
 def _devices_list(meta: dict) -> Values:
@@ -175,7 +177,7 @@ def _pinning(meta: dict) -> Values:
     first repetition that recorded them, with the pin policy of the configuration."""
     cfg = meta.get("config") if isinstance(meta.get("config"), dict) else {}
     out: Values = {}
-    policy = _s(cfg.get("pin_list")) or _s(cfg.get("pin"))
+    policy = recorded_text(cfg.get("pin_list")) or recorded_text(cfg.get("pin"))
     if policy:
         out[""] = f"--pin {policy}"
     for name, places in (meta.get("pinning") or {}).items():

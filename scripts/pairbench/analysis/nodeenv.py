@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pairbench.analysis.envdiff import recorded_text
 from pairbench.runner.scanverbs import NODE_ENV
 
 LISTED = 50                      # hosts listed per value; the rest counted
@@ -67,21 +68,13 @@ FIELDS = (
 )
 
 
-def _text(v: object) -> str | None:
-    """A recorded value as text; None (not recorded) for null, '' or a missing key."""
-    if v is None or isinstance(v, (dict, list)):
-        return None
-    text = str(v).strip()
-    return text or None
-
-
 def differences(records: dict[str, dict]) -> list[dict]:
     """The fields in which the nodes differ: [{field, label, majority (None: no value has
     more than half of the nodes that recorded the field), recorded (nodes), values: [{value,
     nodes, hosts (the majority's: none listed; others: up to LISTED)}], most nodes first}]."""
     out = []
     for fd in FIELDS:
-        vals = {h: t for h, r in records.items() if (t := _text(fd.read(r))) is not None}
+        vals = {h: t for h, r in records.items() if (t := recorded_text(fd.read(r))) is not None}
         count = Counter(vals.values())
         if len(count) < 2:
             continue
