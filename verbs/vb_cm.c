@@ -326,8 +326,20 @@ static int vb_cm_accept_wait(struct vb_worker *w, struct vb_watch *wt, struct vb
 	for (;;) {
 		if ((rc = vb_cm_wait(w, wt, ev, "a client to connect")))
 			return rc;
-		if (ev->type != RDMA_CM_EVENT_CONNECT_REQUEST)
+		if (ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL && ev->id == w->listen_id) {
+			snprintf(w->error, sizeof(w->error),
+				 "the device was removed while waiting for a client (RDMA_CM_EVENT_DEVICE_REMOVAL)");
+			return -EIO;  /* a failed run (1), not "no device here" (-ENODEV: 77) */
+		}
+		if (ev->type != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			/* Nothing else is expected here: said, not skipped in silence (a server whose
+			 * listen vanished after a stranger's rejection left no trace of why). */
+			pb_log_warn("pair %u (server): while waiting for a client: %s (status %d) on %s; "
+				    "still waiting",
+				    w->pair, rdma_event_str(ev->type), ev->status,
+				    ev->id == w->listen_id ? "the listening id" : "another connection's id");
 			continue;
+		}
 		rc = vb_hdr_check(w, ev->pdata, ev->pdata_len);
 		if (rc == -EBADMSG) {
 			snprintf(why, sizeof(why), "%s", w->error);

@@ -16,8 +16,11 @@ ip=${PB_RDMA_IP:-}
 [ -n "$dev" ] || { echo "$me: SKIP: no RDMA device (PB_RDMA_DEVICE unset): run inside scripts/softroce-run" >&2; exit 77; }
 work=$(mktemp -d) || fail "mktemp"
 pids=()
+readd=()  # devremove: the device to put back (NAME NETDEV) whatever ends the case
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    [ ${#readd[@]} -eq 0 ] || rdma link show "${readd[0]}/1" >/dev/null 2>&1 ||
+        rdma link add "${readd[0]}" type rxe netdev "${readd[1]}"
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -338,6 +341,34 @@ gid-index)         # class 11: -x is checked against rdma_cm's GID: the same ind
     expect_rc 2
     expect_msg "option -x/--gid-index: $other given, but rdma_cm resolved GID index $gi"
     le "$(elapsed "$t0")" 10 || fail "the refusal took $(elapsed "$t0") s"
+    ;;
+devremove)         # the device removed while the server waits for its client: it says so at once
+    # The second device (the batch boots two): deleted, then put back as it was (same name,
+    # netdev, address), ACTIVE again before the case passes, so no later case notices.
+    dev2=${PB_RDMA_DEVICES#*,}; dev2=${dev2%%,*}; ip2=${PB_RDMA_IPS#*,}; ip2=${ip2%%,*}
+    [ -n "$dev2" ] && [ "$dev2" != "$PB_RDMA_DEVICES" ] ||
+        { echo "$me: SKIP: one RDMA device (PB_RDMA_DEVICES=${PB_RDMA_DEVICES:-}); boot with --devices 2" >&2; exit 77; }
+    ndev=$(rdma link show "$dev2/1" | grep -o 'netdev [^ ]*' | cut -d' ' -f2)
+    [ -n "$ndev" ] || fail "no netdev behind $dev2: $(rdma link show "$dev2/1" 2>&1)"
+    "$bin" -d "$dev2" --allow-oversubscribe --pin compact -q --cm rdma_cm --timeout 30 --server -p $port \
+        --test write_lat -s 8 -n 20 -o "$work/o.csv" 2>"$work/e" &
+    lpid=$!; pids+=("$lpid")
+    workers 1 >/dev/null; nap 1
+    t0=$(now); readd=("$dev2" "$ndev")
+    rdma link delete "$dev2" || fail "rdma link delete $dev2 failed"
+    finish "$t0" 10
+    rdma link add "$dev2" type rxe netdev "$ndev" || fail "$dev2 could not be put back on $ndev"
+    readd=()
+    for _ in {1..100}; do rdma link show "$dev2/1" 2>/dev/null | grep -q 'state ACTIVE' && break; nap 0.1; done
+    rdma link show "$dev2/1" | grep -q 'state ACTIVE' || fail "$dev2 not ACTIVE again: $(rdma link show "$dev2/1" 2>&1)"
+    expect_rc 1
+    expect_msg "the device was removed while waiting for a client (RDMA_CM_EVENT_DEVICE_REMOVAL)"
+    # Back in service: a run over both devices passes (pair 1 on $dev2: its GID for $ip2 is back).
+    "$bin" -d all --allow-oversubscribe --pin compact --timeout 10 --loopback --pairs 2 -p $port \
+        --test write_lat -s 8 -n 10 -o "$work/o.csv" 2>"$work/e"; rc=$?
+    expect_rc 0
+    expect_msg "devices: .* = pairs 0; $dev2 = pairs 1"
+    grep -q ',error,' "$work/o.csv" && fail "error rows on $dev2 ($ip2) after it was put back"
     ;;
 *)
     fail "unknown case"
