@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,13 @@ static void pb_log_v(const char *level, const char *fmt, va_list ap)
 	fprintf(stderr, "%s: %s%s\n", program_invocation_short_name, level, line);
 }
 
+static _Atomic unsigned *pb_log_errors;
+
+void pb_log_count_errors(_Atomic unsigned *counter)
+{
+	pb_log_errors = counter;
+}
+
 void pb_log_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -76,6 +84,8 @@ void pb_log_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	pb_log_v("error: ", fmt, ap);
 	va_end(ap);
+	if (pb_log_errors)
+		atomic_fetch_add_explicit(pb_log_errors, 1, memory_order_relaxed);
 }
 
 void pb_log_warn(const char *fmt, ...)

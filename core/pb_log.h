@@ -22,6 +22,12 @@ enum pb_exit {
 
 /* "<prog>: error: ..." on stderr. */
 void pb_log_error(const char *fmt, ...) PB_PRINTF(1, 2);
+/*
+ * Count every error line from now on in *counter, in this process and in the children it
+ * forks (a counter in MAP_SHARED memory: a launcher learns whether any of its workers said
+ * why the run failed, so a failure is never silent); NULL stops counting.
+ */
+void pb_log_count_errors(_Atomic unsigned *counter);
 /* "<prog>: warning: ..." on stderr. */
 void pb_log_warn(const char *fmt, ...) PB_PRINTF(1, 2);
 /* "<prog>: ..." on stderr. */

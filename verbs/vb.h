@@ -214,6 +214,7 @@ struct vb_shared {
 	/* The leader's CSV output (pb_sink.progress): 0 nothing, 1 header, 1 + n after n rows. */
 	volatile unsigned csv_progress;
 	volatile int csv_errno;            /* the leader could not write rows (reported by it) */
+	_Atomic unsigned errors_logged;    /* error lines of the launcher and its workers (pb_log_count_errors) */
 	struct vb_worker_report w[VB_MAX_WORKERS];
 };
 

@@ -7,7 +7,9 @@
 #include "vb_fault.h"
 
 #include "pb_log.h"
+#include "shm_sync.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +20,10 @@
  * makes worker MEMBER send itself SIGSTOP or SIGKILL when it reaches PHASE
  * (connect: before connecting; final: before the final pair sync), so
  * phases too short to hit from outside are tested with a real signal.
+ * SIG = ABORT: the worker stops the group without a word (as a failure whose
+ * reason got lost), for the launcher's last word on an unexplained failure.
  */
-void vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
+int vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
 {
 	static const char *const names[] = { "connect", "final" };
 	const char *f = getenv("PAIRBENCH_FAULT");
@@ -28,9 +32,15 @@ void vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
 
 	if (!f || sscanf(f, "%15[a-z]:%7[A-Z]:%u", ph, sig, &member) != 3 || member != w->member ||
 	    strcmp(ph, names[phase]))
-		return;
+		return 0;
+	if (!strcmp(sig, "ABORT")) {
+		pb_log_info("fault injection: worker of pair %u stops the group without a word at %s", w->pair, ph);
+		shm_sync_abort(w->sync, (int)w->member, "fault injection: a silent abort");
+		return -ECANCELED;
+	}
 	pb_log_info("fault injection: worker of pair %u raises SIG%s at %s", w->pair, sig, ph);
 	raise(!strcmp(sig, "KILL") ? SIGKILL : SIGSTOP);
+	return 0;
 }
 
 /*

@@ -427,7 +427,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 	rc = vb_worker_init(L, member, &w);
 	side = w.side == VB_CLIENT ? "client" : "server";
 	if (!rc) {
-		vb_fault_point(&w, VB_PHASE_CONNECT);
+		(void)vb_fault_point(&w, VB_PHASE_CONNECT);  /* an ABORT here: connect's wait says it */
 		rc = vb_cm_connect(&w);
 		if (rc) {
 			char why[400];
@@ -460,9 +460,9 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 	}
 	/* Both sides done with the buffers before either tears down. */
 	if (!rc) {
-		vb_fault_point(&w, VB_PHASE_FINAL);
+		rc = vb_fault_point(&w, VB_PHASE_FINAL);
 		w.closing = true;
-		if ((rc = vb_ctrl_sync(&w)) && rc != -ECANCELED && rc != -EINTR)
+		if (!rc && (rc = vb_ctrl_sync(&w)) && rc != -ECANCELED && rc != -EINTR)
 			pb_log_error("pair %u (%s): final sync: %s", w.pair, side, w.error);
 	}
 	vb_cm_teardown(&w);
@@ -505,6 +505,25 @@ static int vb_run_workers(struct vb_launch *L)
 	return m < L->members && code == PB_EXIT_OK ? PB_EXIT_RUNTIME : code;
 }
 
+/*
+ * The last word of a failed run when nobody said why (no error line from the launcher or
+ * any worker: a worker ended by the group's abort returns quietly, trusting whoever
+ * aborted to have said so): the group's abort reason, else that no reason is known.  A
+ * non-zero exit is never silent.
+ */
+static void vb_unexplained(struct vb_launch *L, int code)
+{
+	char why[256];
+
+	if (code == PB_EXIT_OK || vb_interrupted || atomic_load(&L->sh->errors_logged))
+		return;
+	if (L->sync && shm_sync_aborted(L->sync, why, sizeof(why)))
+		pb_log_error("the run failed (exit %d): the group was stopped: %s", code, why);
+	else
+		pb_log_error("the run failed (exit %d) and no process said why (a pairbench-verbs defect: "
+			     "please report it with the command line)", code);
+}
+
 int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 {
 	struct vb_launch L = { .p = p, .csv = csv };
@@ -524,6 +543,7 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 		return PB_EXIT_RUNTIME;
 	}
 	memset(L.sh, 0, sizeof(*L.sh));
+	pb_log_count_errors(&L.sh->errors_logged);
 	if ((rc = vb_probe(&L)) || (rc = vb_check_devices(&L)) || (rc = vb_plan(&L)))
 		goto out;
 	vb_labels(&L);
@@ -562,13 +582,17 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 	}
 	if (L.counters)
 		fclose(L.counters);
+	vb_unexplained(&L, code);
 	shm_sync_detach(L.sync);
 	hwloc_topology_destroy(L.topo);
+	pb_log_count_errors(NULL);
 	munmap(L.sh, sizeof(*L.sh));
 	return code;
 out:
 	if (L.topo)
 		hwloc_topology_destroy(L.topo);
+	vb_unexplained(&L, pb_exit_code(rc));
+	pb_log_count_errors(NULL);
 	munmap(L.sh, sizeof(*L.sh));
 	if (vb_interrupted) {
 		pb_log_error("interrupted by %s before the workers started", vb_sig_name(vb_interrupted));

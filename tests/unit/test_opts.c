@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Option parsing: sizes, lists, ranges, defaults, and every kind of bad input. */
+/* Option parsing: sizes, lists, ranges, defaults, and every kind of bad input; the log's error count. */
 #include "pb_common.h"
 #include "pb_log.h"
 #include "pb_opts.h"
@@ -7,6 +7,11 @@
 #include "pb_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct params {
 	struct pb_common_params c;
@@ -145,8 +150,42 @@ static void test_help_shows_defaults(void)
 	fclose(f);
 }
 
+/* pb_log_count_errors: error lines are counted, a forked child's too (the counter in
+ * MAP_SHARED memory, as the verbs launcher's); warnings and info lines are not, nor errors
+ * once counting stopped. */
+static void test_log_counts_errors(void)
+{
+	_Atomic unsigned *n = mmap(NULL, sizeof(*n), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+	pid_t pid;
+
+	CHECK(n != MAP_FAILED && saved >= 0 && devnull >= 0);
+	if (n == MAP_FAILED || saved < 0 || devnull < 0)
+		return;
+	atomic_store(n, 0);
+	dup2(devnull, 2);
+	pb_log_count_errors(n);
+	pb_log_error("counted");
+	pb_log_warn("not counted");
+	pb_log_info("not counted");
+	pid = fork();
+	if (pid == 0) {
+		pb_log_error("counted, from a child");
+		_exit(0);
+	}
+	CHECK(pid > 0 && waitpid(pid, NULL, 0) == pid);
+	pb_log_count_errors(NULL);
+	pb_log_error("not counted: counting stopped");
+	dup2(saved, 2);
+	close(saved);
+	close(devnull);
+	CHECK_EQ_INT(atomic_load(n), 2);
+	munmap((void *)n, sizeof(*n));
+}
+
 int main(void)
 {
+	test_log_counts_errors();
 	test_sizes();
 	test_defaults_and_values();
 	test_bad_input();

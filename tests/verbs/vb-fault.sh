@@ -202,6 +202,17 @@ stop-final)        # the server stops right before the final pair sync (fault ho
     expect_rows "$work/o.csv" 2 1
     [ "$(grep -c ',ok,' "$work/o.csv")" -eq 4 ] || fail "the measured rows are not all there"
     ;;
+silent-abort)      # a worker stops the group without a word before the final sync (fault hook): the
+    # others end quietly (each trusts the aborter to have said why), so the launcher says it
+    PAIRBENCH_FAULT=final:ABORT:1 start "$work/o.csv" --loopback -p $port --test write_lat -s 8,16 -n 20 -w 2
+    t0=$(now)
+    finish "$t0" $(( T + 1 + 8 ))
+    expect_rc 1
+    expect_msg "stops the group without a word"
+    expect_msg "error: the run failed (exit 1): the group was stopped: fault injection: a silent abort"
+    [ "$(grep -c 'error:' "$work/e")" -eq 1 ] || fail "not exactly one error line"
+    expect_rows "$work/o.csv" 2 1
+    ;;
 kill-connect)      # the server killed before it listens: the client stops at once (abort), error rows
     PAIRBENCH_FAULT=connect:KILL:1 start "$work/o.csv" --loopback -p $port --test write_lat -s 8,16 --timeout 30
     t0=$(now)
