@@ -239,7 +239,10 @@ def test_sweep_srun_and_mpirun_in_allocation(cluster: dict, tmp_path: Path) -> N
     # srun direct launch: Open MPI's ranks get their PMIx from Slurm (mpi/pmix).
     srun_rows = check_rows(sweep(env, tmp_path, "srun", "--launcher-arg=--mpi=pmix"))
     # mpirun inside an allocation: it starts its daemons on the Slurm nodes with srun.
-    alloc = ("salloc", "-N2", "--ntasks-per-node=2", "--quiet")
+    # -w: the sweep's --hosts are these two nodes; without it Slurm may allocate two others
+    # (node1 and node2 still completing the srun sweep's last job), and mpirun then finds
+    # "All nodes which are allocated for this job are already filled" (a timed run's failure).
+    alloc = ("salloc", "-N2", "-w", ",".join(NODES), "--ntasks-per-node=2", "--quiet")
     mpirun_rows = check_rows(sweep(env, tmp_path, "mpirun", wrap=alloc))
     assert shape(srun_rows) == shape(mpirun_rows)
 
