@@ -303,7 +303,12 @@ stray-rping|stray-perftest|stray-tcp) # a stranger connects first: rejected, one
     # listener", while the server held its listen id): what the kernel's rdma_cm has then.
     for _ in {1..100}; do kill -0 "$cpid" 2>/dev/null || break; nap 0.1; done
     if kill -0 "$cpid" 2>/dev/null && command -v rdma >/dev/null; then
-        { echo "rdma resource show cm_id, the client still connecting after 10 s:"; rdma resource show cm_id; } >"$work/cmid" 2>&1
+        # and the server worker's open files: is its rdma_cm channel (/dev/infiniband/rdma_cm)
+        # still open (the kernel lost the listen) or closed under it (a close of ours)?
+        { echo "rdma resource show cm_id, the client still connecting after 10 s:"; rdma resource show cm_id
+          for k in $(cat "/proc/$spid/task/$spid/children" 2>/dev/null); do
+              echo "open files of the server's worker $k:"; ls -l "/proc/$k/fd" | sed -n 's/.* -> //p' | sort | uniq -c
+          done; } >"$work/cmid" 2>&1
     fi
     wait "$cpid"; rc=$?; wait "$spid"; src=$?
     cat "$work/s.err" >> "$work/e"
