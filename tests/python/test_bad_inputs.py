@@ -110,3 +110,8 @@ def test_bad_compare_options(base_run: Path) -> None:
     assert_clean_error(cli("compare", str(base_run), str(base_run), "--metrics", "speed"),
                        "unknown metric 'speed'")
     assert_clean_error(cli("compare", str(base_run)), "required")
+    # An empty value (a gate script's unset variable) must never turn the environment gate
+    # off: refused, exit 2 (issue 37).
+    for empty in ("", " ", "fw_ver,"):
+        assert_clean_error(cli("compare", str(base_run), str(base_run), "--expect-change",
+                               empty), "--expect-change", "empty field name")

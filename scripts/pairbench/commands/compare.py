@@ -27,6 +27,7 @@ from pairbench.analysis.verdict import (
 from pairbench.contract import testtable
 from pairbench.contract.schema import load_metadata
 from pairbench.contract.sizes import size_label
+from pairbench.errors import UsageError
 from pairbench.io.safeio import write_output
 from pairbench.present.compare import (
     count_verdict,
@@ -59,8 +60,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", default=None, metavar="FILE", help="also write JSON here")
 
 
+def check_expect_change(items: list[str]) -> None:
+    """Every --expect-change value names fields: an empty one ('', 'fw_ver,', an unset shell
+    variable) would otherwise expect nothing and silently turn the environment gate off."""
+    for item in items:
+        if any(not name.strip() for name in item.split(",")):
+            raise UsageError(f"--expect-change {item!r}: empty field name (an unset variable?); "
+                             f"name the fields expected to change, one of {', '.join(FIELD_NAMES)}")
+
+
 def run_compare(ns: argparse.Namespace) -> int:
     th = thresholds_from_args(ns)
+    check_expect_change(getattr(ns, "expect_change", []))
     expected = parse_expected(getattr(ns, "expect_change", []))
     base, new = load_run(ns.base), load_run(ns.new)
     envd = diff(load_metadata(ns.base), load_metadata(ns.new))
