@@ -75,6 +75,11 @@ def test_baseline_and_detect_need_auto(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "MAX must be" in proc.stderr
     proc, _ = sweep(tmp_path, "--baseline", str(tmp_path / "nothing"), reps="auto")
     assert proc.returncode == 2
+    # --detect is not silently ignored beside --baseline (the usage says they exclude each
+    # other; issue 37)
+    proc, _ = sweep(tmp_path, "--baseline", str(tmp_path / "nothing"), "--detect", "10%",
+                    reps="auto")
+    assert proc.returncode == 2 and "--detect and --baseline exclude each other" in proc.stderr
     bad = tmp_path / "th.toml"
     bad.write_text("[default]\nrelativ = 0.1\n")
     proc, _ = sweep(tmp_path, "--thresholds", str(bad), reps="auto")

@@ -66,6 +66,10 @@ class SweepOptions(ExeSettings):
         """The CLI shell's half: argparse's result for `sweep` (add_arguments) as options."""
         reps, auto = autoreps.parse_repetitions(ns.repetitions)
         if auto is not None:
+            if ns.baseline is not None and ns.detect is not None:
+                raise UsageError("--detect and --baseline exclude each other: against a "
+                                 "baseline the decision is compare's gate (its thresholds: "
+                                 "--thresholds); --detect is for a run without one")
             auto = replace(auto, baseline=ns.baseline, thresholds=ns.thresholds,
                            detect=None if ns.detect is None
                            else _fraction(ns.detect, "--detect"))
