@@ -68,6 +68,18 @@ def test_auto_against_a_baseline_ends_decided(auto_base: Path, tmp_path: Path) -
         assert res.returncode == code, res.stdout + res.stderr
 
 
+def test_a_baseline_without_a_shared_point_is_refused_before_measuring(
+        auto_base: Path, tmp_path: Path) -> None:
+    """Checked before anything runs (issue 37: three repetitions were measured, then exit 2
+    without naming the baseline and a run left 'running'): exit 2 naming the baseline, no
+    run directory."""
+    proc, run = sweep(tmp_path / "res", "--baseline", str(auto_base), sizes="4K",
+                      reps="auto:4")
+    assert proc.returncode == 2, proc.stderr
+    assert f"--baseline {auto_base}: shares no point" in proc.stderr, proc.stderr
+    assert run is None and not (tmp_path / "res").exists()
+
+
 def test_baseline_and_detect_need_auto(tmp_path: Path) -> None:
     proc, _ = sweep(tmp_path, "--detect", "10%", reps="3")
     assert proc.returncode == 2 and "--repetitions auto" in proc.stderr

@@ -11,10 +11,13 @@ from pathlib import Path
 import pandas as pd
 
 from pairbench.analysis.compare import Thresholds, compare_frames, load_thresholds
+from pairbench.analysis.frames import aggregate_rows
 from pairbench.analysis.load import load_run
 from pairbench.analysis.noise import noise_frame
 from pairbench.analysis.verdict import GATE_INCONCLUSIVE, MIN_REPS
+from pairbench.errors import UsageError
 from pairbench.runner.autoreps import CAP, AutoReps, launch_key
+from pairbench.runner.plan import SweepConfig
 
 
 def compare_thresholds(auto: AutoReps) -> Thresholds:
@@ -76,6 +79,25 @@ class Decider:
         self.auto = auto
         compare_thresholds(auto)  # a bad file: exit 2 before anything runs
         self.baseline = load_run(auto.baseline) if auto.baseline else None
+
+    def check_plan(self, cfg: SweepConfig) -> None:
+        """Before anything is measured: against a baseline, the sweep must share a point
+        (layer, test, size, pairs) with the baseline's ok aggregate rows, else every
+        comparison after the first round would fail ("no common points") with the
+        repetitions spent. UsageError naming the baseline and what it holds."""
+        if self.baseline is None:
+            return
+        agg = aggregate_rows(self.baseline)
+        have = {(str(la), str(t), int(s), int(p)) for la, t, s, p in agg[
+            ["layer", "test", "msg_size_bytes", "pairs"]].itertuples(index=False)}
+        want = {(cfg.layer, t, s, p) for t in cfg.tests for s in cfg.sizes for p in cfg.pairs}
+        if have & want:
+            return
+        tests = sorted({t for la, t, _, _ in have if la == cfg.layer})
+        held = (f"its {cfg.layer} tests: {', '.join(tests)}" if tests else
+                f"no {cfg.layer} point with status ok")
+        raise UsageError(f"--baseline {self.auto.baseline}: shares no point (layer, test, "
+                         f"size, pairs) with this sweep ({held}); nothing was run")
 
     def __call__(self, run_dir: Path) -> dict[tuple, str]:
         return undecided(load_run(run_dir), self.auto, self.baseline)

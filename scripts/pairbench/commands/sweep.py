@@ -10,12 +10,14 @@ decision is pairbench.analysis.decide's.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from pairbench.contract.sizes import SIZE_LIST_RULE
 from pairbench.contract.testtable import LAYERS
 from pairbench.runner import launchers
 from pairbench.runner.exeopts import add_exe_arguments
-from pairbench.runner.options import MAX_QPS, SweepOptions
+from pairbench.runner.options import MAX_QPS, SweepOptions, config_from_options
+from pairbench.runner.rundir import repo_root
 from pairbench.runner.sweep import sweep_to_dir
 
 
@@ -75,4 +77,7 @@ def run_sweep(ns: argparse.Namespace) -> int:
         from pairbench.analysis.decide import Decider  # cost ~1 s of CPU per sweep otherwise
 
         decide = Decider(opts.auto)
+        # a baseline that shares no point with the sweep: exit 2 now, not after a round
+        decide.check_plan(config_from_options(opts, Path("/nonexistent-run-dir"),
+                                              repo_root()))
     return sweep_to_dir(opts, decide)[0]
