@@ -51,7 +51,7 @@ int pb_scan_links(const struct pb_scan *s, int nodes, int (*ab)[2], int max);
 
 /* A non-negative decimal integer (at most 1,000,000) at s; *end is set after it.  The value,
  * or -1 (end untouched) when s does not start with a digit or the number is larger.  Shared by
- * the --pattern parsers (mp_pattern.c, pb_scan.c). */
+ * the --pattern parsers (pb_pattern.c, pb_scan.c). */
 long pb_num_parse(const char *s, const char **end);
 
 #endif

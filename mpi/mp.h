@@ -42,9 +42,6 @@ struct mp_params {
 /* Tags of the point-to-point tests. */
 enum { MP_TAG_DATA = 1, MP_TAG_STOP = 2, MP_TAG_ACK = 3, MP_TAG_SYNC = 4 };
 
-/* Which side of a pair this rank is: A measures (always on rank 0's node). */
-enum mp_side { MP_SIDE_NONE, MP_SIDE_A, MP_SIDE_B };
-
 /* Node-shared control block (shm extra space). */
 struct mp_shared {
 	_Alignas(64) uint64_t probe_done_point; /* loaded_lat: last point the probe finished (+1) */
@@ -83,10 +80,10 @@ struct mp_ctx {
 	bool pairs_given;            /* --pairs was on the command line */
 	FILE *env_json;              /* rank 0: --env-json, opened before the run; NULL = none */
 	/* --pattern: the rounds (parsed from p->pattern) and the one being run */
-	struct mp_pattern *patterns;
+	struct pb_pattern *patterns;
 	int n_patterns;
 	int n_rounds;                /* the patterns' rounds (a scan has many), from the node count */
-	const struct mp_pattern *pattern;
+	const struct pb_pattern *pattern;
 	struct mp_rank_info *infos;  /* every rank's node (mp_world_setup), for re-pairing */
 };
 
@@ -156,7 +153,7 @@ int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t);
  * mp_world_setup; every rank calls it (rounds of --pattern P1/P2/...).
  * 0 or -errno; on error one rank has printed why.
  */
-int mp_world_pair(struct mp_ctx *ctx, const struct mp_test *t, const struct mp_pattern *pat);
+int mp_world_pair(struct mp_ctx *ctx, const struct mp_test *t, const struct pb_pattern *pat);
 /*
  * Parse --pattern "P1/P2/..." into ctx->patterns.  0, or -EINVAL with err
  * naming the bad pattern.
@@ -166,7 +163,7 @@ int mp_world_patterns(struct mp_ctx *ctx, const char *text, char *err, size_t le
  * Round idx (0..n_rounds-1) of --pattern: its pattern, selected on that
  * round (a scan's round R is named scan:R); NULL past the end.
  */
-struct mp_pattern *mp_world_round(struct mp_ctx *ctx, int idx);
+struct pb_pattern *mp_world_round(struct mp_ctx *ctx, int idx);
 /* Print the pairing (rank 0) and write the --env-json record (once). 0 or -errno. */
 int mp_world_report(struct mp_ctx *ctx, const struct mp_test *t, int argc, char **argv);
 void mp_world_teardown(struct mp_ctx *ctx);

@@ -7,7 +7,7 @@
  * that writes the rows).  Pair tests: with two nodes pair i is (i-th rank
  * of node 0, i-th rank of node 1); on one node pair i is (node rank i,
  * node rank i + P).  Side A of every pair lives on node 0 and measures, so
- * all windows are read from one clock.  --pattern (mp_pattern.c) pairs
+ * all windows are read from one clock.  --pattern (core/pb_pattern.c, mp_pattern.c) pairs
  * ranks of any two nodes: side A then lives on many nodes, and their
  * windows are moved to rank 0's clock with the measured clock offsets.
  */
@@ -98,7 +98,7 @@ int mp_world_patterns(struct mp_ctx *ctx, const char *text, char *err, size_t le
 	}
 	ctx->n_patterns = 0;
 	for (tok = strtok_r(copy, "/", &save); tok && !rc; tok = strtok_r(NULL, "/", &save))
-		rc = mp_pattern_parse(tok, &ctx->patterns[ctx->n_patterns++], err, len);
+		rc = pb_pattern_parse(tok, &ctx->patterns[ctx->n_patterns++], err, len);
 	if (!rc && ctx->n_patterns != n) {
 		snprintf(err, len, "--pattern '%.200s': an empty pattern between '/'", text);
 		rc = -EINVAL;
@@ -112,7 +112,7 @@ static int mp_world_rounds(struct mp_ctx *ctx, char *err, size_t len)
 {
 	ctx->n_rounds = 0;
 	for (int i = 0; i < ctx->n_patterns; i++) {
-		int n = mp_pattern_rounds(&ctx->patterns[i], ctx->n_nodes, err, len);
+		int n = pb_pattern_rounds(&ctx->patterns[i], ctx->n_nodes, err, len);
 
 		if (n < 0)
 			return n;
@@ -121,13 +121,13 @@ static int mp_world_rounds(struct mp_ctx *ctx, char *err, size_t len)
 	return 0;
 }
 
-struct mp_pattern *mp_world_round(struct mp_ctx *ctx, int idx)
+struct pb_pattern *mp_world_round(struct mp_ctx *ctx, int idx)
 {
 	for (int i = 0; i < ctx->n_patterns; i++) {
-		struct mp_pattern *p = &ctx->patterns[i];
+		struct pb_pattern *p = &ctx->patterns[i];
 
 		if (idx < p->n_rounds) {
-			mp_pattern_round(p, idx);
+			pb_pattern_round(p, idx);
 			return p;
 		}
 		idx -= p->n_rounds;
@@ -135,15 +135,15 @@ struct mp_pattern *mp_world_round(struct mp_ctx *ctx, int idx)
 	return NULL;
 }
 
-/* Pairs of a --pattern: the same number of ranks on every node, node rank = slot. */
+/* Pairs of a --pattern: the same number of ranks on every node, node rank = slot (mp_pattern.c). */
 static int mp_world_pattern_pairs(struct mp_ctx *ctx, const struct mp_test *t,
 				  struct mp_rank_info *infos, char *err, size_t errlen)
 {
 	int *count = calloc((size_t)ctx->n_nodes, sizeof(int));
-	int max = ctx->size / 2 + 1, n = -ENOMEM;
-	struct mp_pair_map *map = calloc((size_t)max, sizeof(*map));
+	struct mp_pattern_rank *ranks = calloc((size_t)ctx->size, sizeof(*ranks));
+	int n = -ENOMEM;
 
-	if (!count || !map) {
+	if (!count || !ranks) {
 		snprintf(err, errlen, "out of memory for the pairing");
 		goto out;
 	}
@@ -158,24 +158,23 @@ static int mp_world_pattern_pairs(struct mp_ctx *ctx, const struct mp_test *t,
 			goto out;
 		}
 	}
-	n = mp_pattern_pairs(ctx->pattern, ctx->n_nodes, count[0], map, max, err, errlen);
+	for (int r = 0; r < ctx->size; r++)
+		ranks[r] = (struct mp_pattern_rank){ .node = infos[r].node_id, .node_rank = infos[r].node_rank };
+	n = mp_pattern_assign(ctx->pattern, ctx->n_nodes, count[0], ranks, ctx->size, err, errlen);
 	if (n < 0)
 		goto out;
-	for (int i = 0; i < n; i++) {
-		int a = mp_world_rank_of(ctx, infos, map[i].a_node, map[i].a_slot);
-		int b = mp_world_rank_of(ctx, infos, map[i].b_node, map[i].b_slot);
-
-		infos[a].side = MP_SIDE_A;
-		infos[b].side = MP_SIDE_B;
-		infos[a].peer = b;
-		infos[b].peer = a;
-		infos[a].pair_id = infos[b].pair_id = i;
+	for (int r = 0; r < ctx->size; r++) {
+		if (ranks[r].side == MP_SIDE_NONE)
+			continue;
+		infos[r].side = ranks[r].side;
+		infos[r].peer = ranks[r].peer;
+		infos[r].pair_id = ranks[r].pair_id;
 	}
 	(void)t;
 	ctx->pairs = (unsigned)n;
 out:
 	free(count);
-	free(map);
+	free(ranks);
 	return n < 0 ? n : 0;
 }
 
@@ -494,7 +493,7 @@ int mp_world_setup(struct mp_ctx *ctx, const struct mp_test *t)
 	return rc;
 }
 
-int mp_world_pair(struct mp_ctx *ctx, const struct mp_test *t, const struct mp_pattern *pat)
+int mp_world_pair(struct mp_ctx *ctx, const struct mp_test *t, const struct pb_pattern *pat)
 {
 	char err[512] = "";
 	int rc;

@@ -3,7 +3,7 @@
 """Every traffic pattern of pairbench-mpi --pattern on K emulated nodes
 (scripts/netns-nodes --nodes K): one job per group of patterns (the patterns of a
 group run as rounds of one job), then for each pattern the rows' host -> peer pairs
-equal the pattern's definition, computed here independently of mpi/mp_pattern.c, and
+equal the pattern's definition, computed here independently of core/pb_pattern.c, and
 every point (pair rows, the scope=all aggregate, one scope=node aggregate per
 measuring node) passes the row checker.
 

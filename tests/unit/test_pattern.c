@@ -1,29 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Traffic patterns (mpi/mp_pattern.c) for K = 2..9 nodes and R = 1..8 ranks
+ * Traffic patterns (core/pb_pattern.c) for K = 2..9 nodes and R = 1..8 ranks
  * per node: every rank in at most one pair, never a pair within a node, and
  * the shape of each pattern (who talks to whom); the invalid combinations
  * are rejected with a message naming the pattern.
  */
 #include "pb_test.h"
 
-#include "mp_pattern.h"
+#include "pb_pattern.h"
 
 #include <errno.h>
 #include <stdbool.h>
 
 #define MAXP 1024
 
-static struct mp_pair_map pairs[MAXP];
+static struct pb_flow pairs[MAXP];
 
 static int run(const char *text, int k, int r, char *err, size_t len)
 {
-	struct mp_pattern p;
-	int rc = mp_pattern_parse(text, &p, err, len);
+	struct pb_pattern p;
+	int rc = pb_pattern_parse(text, &p, err, len);
 
 	if (rc)
 		return rc;
-	return mp_pattern_pairs(&p, k, r, pairs, MAXP, err, len);
+	return pb_pattern_flows(&p, k, r, pairs, MAXP, err, len);
 }
 
 /* Every (node, slot) at most once; both ends valid; no intra-node pair. */
@@ -33,7 +33,7 @@ static void check_disjoint(const char *what, int n, int k, int r)
 
 	memset(used, 0, sizeof(used));
 	for (int i = 0; i < n; i++) {
-		const struct mp_pair_map *m = &pairs[i];
+		const struct pb_flow *m = &pairs[i];
 
 		CHECK(m->a_node >= 0 && m->a_node < k && m->b_node >= 0 && m->b_node < k);
 		CHECK(m->a_slot >= 0 && m->a_slot < r && m->b_slot >= 0 && m->b_slot < r);
@@ -175,7 +175,7 @@ static void test_alltoall(int k, int r)
 static void test_nodes(void)
 {
 	char err[512];
-	struct mp_pattern p;
+	struct pb_pattern p;
 	int n = run("nodes:0-3,1-2", 4, 2, err, sizeof(err));
 
 	CHECK_EQ_INT(n, 4);
@@ -183,7 +183,7 @@ static void test_nodes(void)
 	CHECK_EQ_INT(pairs[0].b_node, 3);
 	CHECK_EQ_INT(pairs[2].a_node, 1);
 	CHECK_EQ_INT(pairs[3].b_slot, 1);
-	CHECK_EQ_INT(mp_pattern_parse("nodes:0-3,1-2", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_parse("nodes:0-3,1-2", &p, err, sizeof(err)), 0);
 	CHECK(!strcmp(p.name, "nodes:0-3,1-2"));
 	/* a bye: node 2 of 3 idle */
 	CHECK_EQ_INT(run("nodes:0-1", 3, 1, err, sizeof(err)), 1);
@@ -198,10 +198,10 @@ static void test_nodes(void)
 }
 
 /* Select round i of a parsed scan (as mp_world_round) and pair it. */
-static int scan_round(struct mp_pattern *p, int i, int k, int r, char *err, size_t len)
+static int scan_round(struct pb_pattern *p, int i, int k, int r, char *err, size_t len)
 {
-	mp_pattern_round(p, i);
-	return mp_pattern_pairs(p, k, r, pairs, MAXP, err, len);
+	pb_pattern_round(p, i);
+	return pb_pattern_flows(p, k, r, pairs, MAXP, err, len);
 }
 
 /*
@@ -214,11 +214,11 @@ static void test_scan(int k, int r)
 {
 	static int met[64][64];
 	char err[512], name[32];
-	struct mp_pattern p;
+	struct pb_pattern p;
 	int rounds, idle[64] = { 0 }, as_a[64] = { 0 };
 
-	CHECK_EQ_INT(mp_pattern_parse("scan", &p, err, sizeof(err)), 0);
-	rounds = mp_pattern_rounds(&p, k, err, sizeof(err));
+	CHECK_EQ_INT(pb_pattern_parse("scan", &p, err, sizeof(err)), 0);
+	rounds = pb_pattern_rounds(&p, k, err, sizeof(err));
 	CHECK_EQ_INT(rounds, k % 2 ? k : k - 1);
 	memset(met, 0, sizeof(met));
 	for (int i = 0; i < rounds; i++) {
@@ -260,34 +260,34 @@ static void test_scan(int k, int r)
 /* Ranges and skipped nodes: the same node pairs as the full scan, less the skipped ones. */
 static void test_scan_range_skip(void)
 {
-	struct mp_pair_map full[16][8];
+	struct pb_flow full[16][8];
 	int nfull[16];
 	char err[512];
-	struct mp_pattern p;
+	struct pb_pattern p;
 
-	CHECK_EQ_INT(mp_pattern_parse("scan", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), 7);
+	CHECK_EQ_INT(pb_pattern_parse("scan", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 8, err, sizeof(err)), 7);
 	for (int i = 0; i < 7; i++) {
 		nfull[i] = scan_round(&p, i, 8, 1, err, sizeof(err));
 		memcpy(full[i], pairs, sizeof(full[i]));
 	}
-	CHECK_EQ_INT(mp_pattern_parse("scan:3-5", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), 3);
+	CHECK_EQ_INT(pb_pattern_parse("scan:3-5", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 8, err, sizeof(err)), 3);
 	CHECK(!strcmp(p.name, "scan:3"));
 	CHECK_EQ_INT(scan_round(&p, 2, 8, 1, err, sizeof(err)), nfull[4]);
 	CHECK(!strcmp(p.name, "scan:5"));
 	CHECK(!memcmp(pairs, full[4], sizeof(full[4][0]) * (size_t)nfull[4]));
-	CHECK_EQ_INT(mp_pattern_parse("scan:6", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), 1);
+	CHECK_EQ_INT(pb_pattern_parse("scan:6", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 8, err, sizeof(err)), 1);
 	/* skip=5,2: a job of 6 nodes; job node j is position j, j+1 (>= 2), j+2 (>= 4) */
-	CHECK_EQ_INT(mp_pattern_parse("scan:2-7,skip=5,2", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 6, err, sizeof(err)), 6);
+	CHECK_EQ_INT(pb_pattern_parse("scan:2-7,skip=5,2", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 6, err, sizeof(err)), 6);
 	for (int i = 0; i < 6; i++) {
 		static const int pos[6] = { 0, 1, 3, 4, 6, 7 };
 		int n = scan_round(&p, i, 6, 1, err, sizeof(err)), m = 0;
 
 		for (int j = 0; j < nfull[i + 1]; j++) {
-			const struct mp_pair_map *f = &full[i + 1][j];
+			const struct pb_flow *f = &full[i + 1][j];
 
 			if (f->a_node == 2 || f->a_node == 5 || f->b_node == 2 || f->b_node == 5)
 				continue;
@@ -298,26 +298,26 @@ static void test_scan_range_skip(void)
 		CHECK_EQ_INT(m, n);
 	}
 	/* errors: each names what is wrong */
-	CHECK_EQ_INT(mp_pattern_parse("scan:0", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan:0", &p, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "scan:FIRST-LAST") != NULL);
-	CHECK_EQ_INT(mp_pattern_parse("scan:5-3", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("scan:1-", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("scanx", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("scan,skip=", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("scan,skip=1,", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("scan,skip=1,1", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan:5-3", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan:1-", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scanx", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan,skip=", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan,skip=1,", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan,skip=1,1", &p, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "skipped twice") != NULL);
-	CHECK_EQ_INT(mp_pattern_parse("scan:2-9", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan:2-9", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 8, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "rounds 1..7") != NULL);
-	CHECK_EQ_INT(mp_pattern_parse("scan,skip=9", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 8, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan,skip=9", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 8, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "skip=9 is not a node") != NULL);
-	CHECK_EQ_INT(mp_pattern_parse("scan", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 1, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("scan", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 1, err, sizeof(err)), -EINVAL);
 	/* K = 4 with 3 skipped: one job node, an error; with 2 skipped, a round may be empty */
-	CHECK_EQ_INT(mp_pattern_parse("scan,skip=0,1", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 2, err, sizeof(err)), 3);
+	CHECK_EQ_INT(pb_pattern_parse("scan,skip=0,1", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 2, err, sizeof(err)), 3);
 	CHECK_EQ_INT(scan_round(&p, 0, 2, 1, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "no node pair left") != NULL);
 }
@@ -325,34 +325,34 @@ static void test_scan_range_skip(void)
 /* Large K: a scan's round has K/2 node pairs without any cap (4,096 nodes). */
 static void test_scan_large(void)
 {
-	static struct mp_pair_map big[2048];
+	static struct pb_flow big[2048];
 	char err[512];
-	struct mp_pattern p;
+	struct pb_pattern p;
 
-	CHECK_EQ_INT(mp_pattern_parse("scan:4095", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_rounds(&p, 4096, err, sizeof(err)), 1);
-	CHECK_EQ_INT(mp_pattern_pairs(&p, 4096, 1, big, 2048, err, sizeof(err)), 2048);
+	CHECK_EQ_INT(pb_pattern_parse("scan:4095", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_rounds(&p, 4096, err, sizeof(err)), 1);
+	CHECK_EQ_INT(pb_pattern_flows(&p, 4096, 1, big, 2048, err, sizeof(err)), 2048);
 	CHECK(!strcmp(p.name, "scan:4095"));
 }
 
 static void test_parse_errors(void)
 {
 	char err[512];
-	struct mp_pattern p;
+	struct pb_pattern p;
 
-	CHECK_EQ_INT(mp_pattern_parse("ring", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("ring", &p, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "unknown --pattern 'ring'") != NULL);
-	CHECK_EQ_INT(mp_pattern_parse("shift:0", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("shift:", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("shift:1x", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("incast:-1", &p, err, sizeof(err)), -EINVAL);
-	CHECK_EQ_INT(mp_pattern_parse("shift:2", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_parse("shift:0", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("shift:", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("shift:1x", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("incast:-1", &p, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_parse("shift:2", &p, err, sizeof(err)), 0);
 	CHECK(!strcmp(p.name, "shift:2"));
-	CHECK_EQ_INT(mp_pattern_pairs(&p, 1, 2, pairs, MAXP, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(pb_pattern_flows(&p, 1, 2, pairs, MAXP, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "at least 2 nodes") != NULL);
 	/* too small an output array: an error, never a silent truncation */
-	CHECK_EQ_INT(mp_pattern_parse("bisection", &p, err, sizeof(err)), 0);
-	CHECK_EQ_INT(mp_pattern_pairs(&p, 4, 4, pairs, 3, err, sizeof(err)), -E2BIG);
+	CHECK_EQ_INT(pb_pattern_parse("bisection", &p, err, sizeof(err)), 0);
+	CHECK_EQ_INT(pb_pattern_flows(&p, 4, 4, pairs, 3, err, sizeof(err)), -E2BIG);
 }
 
 int main(void)
