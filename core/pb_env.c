@@ -1,8 +1,153 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The common part of the environment record (pb_env.h). */
+#define _GNU_SOURCE
 #include "pb_env.h"
 
+#include "pb_canary.h"
 #include "pb_version.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+#ifndef PB_BUILD_COMPILER
+#define PB_BUILD_COMPILER "unknown"
+#endif
+#ifndef PB_BUILD_TYPE
+#define PB_BUILD_TYPE "unknown"
+#endif
+#ifndef PB_BUILD_FLAGS
+#define PB_BUILD_FLAGS "unknown"
+#endif
+
+/*
+ * The tuning the executable saw (docs/methodology.md "What the executables
+ * saw"): the environment variables of these families only, so that nothing
+ * else of the environment (and no secret of it) is written down.  The family
+ * names are what `compare --expect-change` accepts for a whole family.
+ */
+static const struct {
+	const char *family;
+	const char *prefixes[10];
+} pb_env_families[] = {
+	{ "mpi_env", { "OMPI_", "OPAL_", "PRTE_MCA_", "MPICH_", "MPIR_CVAR_", "HYDRA_", "I_MPI_", "MV2_", "MVP_", NULL } },
+	{ "pmix_env", { "PMIX_", "PMI_", NULL } },
+	{ "ucx_env", { "UCX_", "UCC_", "HCOLL_", NULL } },
+	{ "verbs_env", { "MLX5_", "MLX4_", "RDMAV_", "IBV_", "FI_", "PSM2_", "PSM3_", NULL } },
+	{ "nccl_env", { "NCCL_", NULL } },
+};
+
+/*
+ * Of those, never recorded (their names are, under "not_recorded"):
+ * what the launcher sets for each process to say who it is and where its
+ * launcher and session are (rank, size, job id, namespace, URIs, session
+ * directories: different at every run, so no difference of tuning), and any
+ * name that looks like it holds a secret.
+ */
+static const char *const pb_env_identity[] = {
+	"OMPI_COMM_WORLD_*", "OMPI_UNIVERSE_SIZE", "OMPI_FIRST_RANKS", "OMPI_APP_CTX_*",
+	"OMPI_NUM_APP_CTX", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_FILE_LOCATION",
+	"OMPI_MCA_ess_base_*", "OMPI_MCA_orte_*", "OMPI_MCA_prte_*", "OMPI_MCA_initial_wdir",
+	"PMIX_RANK", "PMIX_ID", "PMIX_NAMESPACE", "PMIX_HOSTNAME", "PMIX_SERVER_*", "PMIX_*TMPDIR",
+	"PMIX_DSTORE_*", "PMIX_APPNUM", "PMIX_JOB_*", "PMIX_LOCAL_*",
+	"PMI_RANK", "PMI_SIZE", "PMI_FD", "PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED",
+	"PMI_LOCAL_*", "MV2_COMM_WORLD_*", "MVP_COMM_WORLD_*",
+	"*KEY*", "*TOKEN*", "*SECRET*", "*PASSW*", "*CRED*", "*AUTH*", "*COOKIE*",
+};
+
+#define PB_ENV_MAX_VARS 512
+
+static int pb_env_family(const char *name)
+{
+	for (size_t f = 0; f < sizeof(pb_env_families) / sizeof(pb_env_families[0]); f++)
+		for (const char *const *p = pb_env_families[f].prefixes; *p; p++)
+			if (!strncmp(name, *p, strlen(*p)))
+				return (int)f;
+	return -1;
+}
+
+static bool pb_env_is_identity(const char *name)
+{
+	for (size_t i = 0; i < sizeof(pb_env_identity) / sizeof(pb_env_identity[0]); i++)
+		if (!fnmatch(pb_env_identity[i], name, 0))
+			return true;
+	return false;
+}
+
+static int pb_env_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Names and values of one kind ("env": kept, "not_recorded": names only). */
+static void pb_env_vars(FILE *f, const char **vars, size_t n, bool values)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(vars[i], '=');
+		char name[256];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - vars[i]), vars[i]);
+		fputs(i ? ", " : "", f);
+		pb_env_str(f, name);
+		if (values) {
+			fputs(": ", f);
+			pb_env_str(f, eq + 1);
+		}
+	}
+}
+
+static void pb_env_tuning(FILE *f)
+{
+	const char *keep[PB_ENV_MAX_VARS], *drop[PB_ENV_MAX_VARS];
+	size_t nk = 0, nd = 0;
+
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name[256];
+
+		if (!eq || eq - *e >= (long)sizeof(name))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+		if (pb_env_family(name) < 0)
+			continue;
+		if (pb_env_is_identity(name)) {
+			if (nd < PB_ENV_MAX_VARS)
+				drop[nd++] = *e;
+		} else if (nk < PB_ENV_MAX_VARS) {
+			keep[nk++] = *e;
+		}
+	}
+	qsort(keep, nk, sizeof(keep[0]), pb_env_cmp);
+	qsort(drop, nd, sizeof(drop[0]), pb_env_cmp);
+	fputs("  \"tuning\": {\"families\": {", f);
+	for (size_t i = 0; i < sizeof(pb_env_families) / sizeof(pb_env_families[0]); i++) {
+		fprintf(f, "%s\"%s\": [", i ? ", " : "", pb_env_families[i].family);
+		for (const char *const *p = pb_env_families[i].prefixes; *p; p++)
+			fprintf(f, "%s\"%s\"", p == pb_env_families[i].prefixes ? "" : ", ", *p);
+		fputs("]", f);
+	}
+	fputs("},\n    \"env\": {", f);
+	pb_env_vars(f, keep, nk, true);
+	fputs("},\n    \"not_recorded\": [", f);
+	pb_env_vars(f, drop, nd, false);
+	fputs("]},\n", f);
+}
+
+/* "build": how this executable was built (CMake's compiler, build type and C flags). */
+static void pb_env_build(FILE *f)
+{
+	fputs("  \"build\": {\"compiler\": ", f);
+	pb_env_str(f, PB_BUILD_COMPILER);
+	fputs(", \"build_type\": ", f);
+	pb_env_str(f, PB_BUILD_TYPE);
+	fputs(", \"c_flags\": ", f);
+	pb_env_str(f, PB_BUILD_FLAGS);
+	fputs(", \"commit\": ", f);
+	pb_env_str(f, pb_git_commit());
+	fputs("},\n", f);
+}
 
 void pb_env_str(FILE *f, const char *s)
 {
@@ -29,6 +174,13 @@ void pb_env_head(FILE *f, const char *tool, const char *layer, const char *test,
 	fputs(", \"host\": ", f);
 	pb_env_str(f, host);
 	fputs(",\n", f);
+	pb_env_build(f);
+	pb_env_tuning(f);
+	/* The canary last: it measures the host right now, where this record is written. */
+	struct pb_canary c;
+
+	pb_canary_measure(&c);
+	pb_canary_json(f, &c);
 }
 
 void pb_env_clock(FILE *f, const struct pb_clock_info *ci, double offset_error_ns)

@@ -26,7 +26,13 @@ struct pb_place {
 
 /* A JSON string (quotes, backslashes and control characters escaped); NULL as "". */
 void pb_env_str(FILE *f, const char *s);
-/* "{" and the keys every record opens with: tool, version, git_commit, layer, test, host. */
+/*
+ * "{" and the keys every record opens with: tool, version, git_commit, layer,
+ * test, host; then "build" (compiler, build type, C flags, commit), "tuning"
+ * (the environment variables of the MPI, PMIx, UCX, verbs-provider and NCCL
+ * families, per-process identity and secret-looking names left out) and
+ * "host_canary" (pb_canary.h, measured now: about 20 ms).
+ */
 void pb_env_head(FILE *f, const char *tool, const char *layer, const char *test, const char *host);
 /* The "clock" object (offset_error_ns only when >= 0: clocks of several nodes), then ",\n". */
 void pb_env_clock(FILE *f, const struct pb_clock_info *ci, double offset_error_ns);
