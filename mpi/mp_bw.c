@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* bw / bibw / msgrate: one timed block = side A streams n messages of size bytes to B in windows
  * of --window MPI_Isend (bibw: B streams back at once; msgrate: B acks every window), then waits for B's final ack.
- * --buffers fresh: a receive slot per outstanding message; peer: one receive buffer for the window. */
+ * --buffers fresh: a receive slot per outstanding message; peer: one receive buffer for the window.
+ * B posts window k+1's receives before it acknowledges window k (msgrate, --ack-each-window): A cannot
+ * send k+1 before that ack, so every message finds its receive posted (matched on arrival, never
+ * queued as unexpected and copied twice). */
 #include "mp.h"
 
 #include "pb_clock.h"
@@ -46,10 +49,21 @@ void mp_stream_cleanup(struct mp_stream *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Receive slot j of a window: distinct while the window fits MP_RBUF_MAX_BYTES. */
-static inline void *mp_slot(const struct mp_stream *s, uint64_t slots, int j)
+/* Post n receives into the window's slots: distinct while the window fits MP_RBUF_MAX_BYTES, then
+ * reused in turn (no division per message: the slot advances and wraps). Returns n. */
+static inline int mp_post_recvs(const struct mp_stream *s, uint64_t slots, int n, MPI_Request *req)
 {
-	return (char *)s->rbuf + (uint64_t)(j % (int)slots) * (uint64_t)s->count;
+	char *const base = s->rbuf, *const end = base + slots * (uint64_t)s->count;
+	const uint64_t stride = slots > 1 ? (uint64_t)s->count : 0;
+	char *slot = base;
+
+	for (int j = 0; j < n; j++) {
+		MPI_Irecv(slot, s->count, MPI_BYTE, s->ctx->peer, MPI_ANY_TAG, MPI_COMM_WORLD, &req[j]);
+		slot += stride;
+		if (slot == end)
+			slot = base;
+	}
+	return n;
 }
 
 static uint64_t mp_stream_slots(const struct mp_stream *s)
@@ -76,9 +90,8 @@ int mp_stream_a(struct mp_stream *s, uint64_t messages, uint64_t end_by_ns, stru
 
 		last = remaining == (uint64_t)n || pb_clock_now_ns() >= end_by_ns ||
 		       *s->stop_word >= s->stop_value;
-		for (int j = 0; s->bidir && j < n; j++)
-			MPI_Irecv(mp_slot(s, slots, j), count, MPI_BYTE, peer, MP_TAG_DATA,
-				  MPI_COMM_WORLD, &s->req[k++]);
+		if (s->bidir)
+			k = mp_post_recvs(s, slots, n, s->req);
 		for (int j = 0; j < n; j++)
 			MPI_Isend(s->sbuf, count, MPI_BYTE, peer, last ? MP_TAG_STOP : MP_TAG_DATA,
 				  MPI_COMM_WORLD, &s->req[k++]);
@@ -106,21 +119,27 @@ int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done)
 	uint64_t remaining = messages, got = 0;
 	bool last;
 
-	do {
-		int n = remaining < (uint64_t)W ? (int)remaining : W, k = 0;
+	/* Acknowledged windows: the next window's receives are posted before the ack (header). */
+	const bool prepost = s->ack_each && !s->bidir;
+	int n = remaining < (uint64_t)W ? (int)remaining : W;
 
-		for (int j = 0; j < n; j++)
-			MPI_Irecv(mp_slot(s, slots, j), count, MPI_BYTE, peer, MPI_ANY_TAG,
-				  MPI_COMM_WORLD, &s->req[k++]);
+	if (prepost)
+		mp_post_recvs(s, slots, n, s->req);
+	do {
+		int k = prepost ? n : mp_post_recvs(s, slots, n, s->req);
+
 		for (int j = 0; s->bidir && j < n; j++)
 			MPI_Isend(s->sbuf, count, MPI_BYTE, peer, MP_TAG_DATA, MPI_COMM_WORLD,
 				  &s->req[k++]);
 		MPI_Waitall(k, s->req, s->st);
-		if (s->ack_each)
-			MPI_Send(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD);
 		last = s->st[0].MPI_TAG == MP_TAG_STOP;
 		remaining -= (uint64_t)n;
 		got += (uint64_t)n;
+		n = remaining < (uint64_t)W ? (int)remaining : W;
+		if (prepost && !last)
+			mp_post_recvs(s, slots, n, s->req);
+		if (s->ack_each)
+			MPI_Send(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD);
 	} while (!last);
 	if (!s->ack_each)
 		MPI_Send(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD);
