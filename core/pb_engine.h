@@ -59,6 +59,7 @@ struct pb_timed {
 	bool has_lat, has_bw;    /* which of the above this process measured */
 	uint64_t block_lat_ns;   /* block: the sum of the samples the block stands for
 				  * (ping-pong: (end_ns - start_ns) / 2); mean = it / done */
+	struct pb_soak_summary soak; /* --soak: the flow's buckets and stalls (pb_soak_finish) */
 	char flags[64];
 	char error[256];         /* set with a negative return */
 };

@@ -95,6 +95,7 @@ static void pb_rows_pair(const struct pb_point_desc *pt, const struct pb_pair_re
 	pb_rows_start_delay(row, r);
 	if (r->has_bw)
 		pb_rows_bw(pt, row, r->bytes, r->messages, r->end_ns - r->start_ns, gbit);
+	pb_soak_row_pair(row, &r->soak, pt->msg_size_bytes);
 }
 
 static void pb_rows_aggregate_error(const struct pb_pair_result *res, unsigned n,
@@ -352,6 +353,14 @@ int pb_result_rows(const struct pb_point_desc *pt, const struct pb_pair_result *
 		pb_row_set_double(agg, PB_COL_fairness, pb_jain_index(gbit, s.n_bw));
 	}
 	pb_rows_worst(pt, &s, agg);
+	{
+		struct pb_soak_agg sa;
+
+		pb_soak_agg_init(&sa);
+		for (unsigned i = 0; i < n; i++)
+			pb_soak_agg_add(&sa, &res[i].soak, pt->msg_size_bytes);
+		pb_soak_row_aggregate(agg, &sa);
+	}
 	free(gbit);
 	return 0;
 }

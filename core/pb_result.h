@@ -12,6 +12,7 @@
 #define PB_RESULT_H
 
 #include "pb_csv.h"
+#include "pb_soak.h"
 #include "pb_stats.h"
 
 #include <stdbool.h>
@@ -33,6 +34,7 @@ struct pb_pair_result {
 	uint64_t end_ns;       /* last timed operation completed */
 	uint64_t release_ns;   /* the node's common start (start barrier's release); 0 = unknown */
 	struct pb_stats lat_us;
+	struct pb_soak_summary soak; /* --soak: the pair's buckets and stalls (soak.on = 0 otherwise) */
 	char host[64];
 	char peer[64];
 	char flags[64];        /* ';'-separated, e.g. "histogram" */

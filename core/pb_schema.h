@@ -9,7 +9,7 @@
 #ifndef PB_SCHEMA_H
 #define PB_SCHEMA_H
 
-#define PB_SCHEMA_VERSION 4
+#define PB_SCHEMA_VERSION 5
 
 /* X(name, description) — order is the CSV column order. */
 #define PB_COLUMNS(X)                                                          \
@@ -54,6 +54,17 @@
 	X(start_delay_us, "how long after the node's common start (the start barrier's release) the row's window began, microseconds: pair rows their own first post, the aggregate row that of the pair that started first among those of its duration_s; a window or target point ends at the common start + window_s, so duration_s + start_delay_us >= window_s") \
 	X(overlap_s, "aggregate row: the part of its window in which all its pairs were running (latest start .. earliest end), seconds; 0 when they never all ran at once") \
 	X(end_spread_us, "aggregate row: latest minus earliest end of the same pairs, microseconds (the stop jitter of a common window; with a fixed count, how far apart the pairs finished: flag tail_dominated above 5 % of duration_s)") \
+	X(soak_bucket_s, "soak (--soak): the bucket length, seconds; empty without a soak (docs/methodology.md \"Soak\")") \
+	X(soak_buckets, "soak: buckets analysed (pair: its own; aggregate: the fewest of its pairs')") \
+	X(bucket_gbit_s_min, "soak: the lowest bucket's bandwidth (messages completed in the bucket x msg_size_bytes x 8 / bucket), 10^9 bit/s; aggregate: the lowest of its pairs'") \
+	X(bucket_gbit_s_p1, "soak: 1st percentile (nearest rank) of the pair's bucket bandwidths, zero buckets included; aggregate: the lowest of its pairs'") \
+	X(bucket_gbit_s_p50, "soak: median (nearest rank) of the pair's bucket bandwidths; aggregate: the lowest of its pairs'") \
+	X(min_bucket_share, "soak: bucket_gbit_s_min / bucket_gbit_s_p50 of the pair (0 = a bucket where nothing completed); aggregate: the lowest of its pairs'") \
+	X(stall_fraction, "soak: a stall is a run of consecutive buckets below this fraction of the pair's median bucket (--stall-fraction)") \
+	X(stalls, "soak: the pair's stalls (maximal runs of buckets below stall_fraction x its median, zero buckets included); aggregate: the sum over its pairs") \
+	X(stalled_pairs, "soak, aggregate row: how many of its pairs had at least one stall") \
+	X(longest_stall_s, "soak: the longest stall, seconds (buckets x soak_bucket_s); 0 = none; aggregate: the longest of its pairs'") \
+	X(first_stall_s, "soak: when the first stall began, seconds after the common start; empty = none; aggregate: the earliest of its pairs'") \
 	X(host, "host name of the measuring process")                          \
 	X(peer, "peer host (or rank) of this pair")                            \
 	X(device, "RDMA device of the measuring side (verbs); aggregate rows: the device of scope=device, else the devices used joined by '+'") \

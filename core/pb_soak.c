@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,34 @@ int pb_soak_check(const struct pb_soak_params *p, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int pb_soak_validate(const struct pb_soak_params *p, const struct pb_common_params *c,
+		     const struct pb_test_info *t, unsigned given, char *err, size_t errlen)
+{
+	static const char *const names[] = { "--bucket", "--stall-fraction", "--series" };
+
+	if (!(p->soak_s > 0)) {
+		for (unsigned i = 0; i < 3; i++) {
+			if (given & (1u << i)) {
+				snprintf(err, errlen, "%s applies to a soak: add --soak SECONDS", names[i]);
+				return -EINVAL;
+			}
+		}
+		return 0;
+	}
+	if (t->kind != PB_TK_BANDWIDTH && t->kind != PB_TK_MESSAGE_RATE) {
+		snprintf(err, errlen,
+			 "--soak applies to the bandwidth and message-rate tests (bw, bibw, msgrate), not --test %s",
+			 t->name);
+		return -EINVAL;
+	}
+	if (c->iterations || c->duration_s > 0) {
+		snprintf(err, errlen, "--soak is the window: drop %s",
+			 c->iterations ? "-n/--iterations" : "-D/--duration");
+		return -EINVAL;
+	}
+	return pb_soak_check(p, err, errlen);
 }
 
 int pb_soak_path(const char *prefix, uint64_t msg_size_bytes, const char *pattern, unsigned pair_id,
@@ -149,8 +178,12 @@ static void pb_soak_flush(struct pb_soak_rec *r)
 
 	if (!r->fill)
 		return;
-	rc = pb_soak_pwrite(r->fd, r->ring, r->fill * sizeof(r->ring[0]),
-			    PB_SOAK_HEADER_BYTES + r->written * sizeof(r->ring[0]));
+	/* The first write also puts the start in the header: a reader of a running soak
+	 * (a killed one too) can place its buckets. */
+	rc = r->written ? 0 : pb_soak_pwrite(r->fd, &r->hdr, sizeof(r->hdr), 0);
+	if (!rc)
+		rc = pb_soak_pwrite(r->fd, r->ring, r->fill * sizeof(r->ring[0]),
+				    PB_SOAK_HEADER_BYTES + r->written * sizeof(r->ring[0]));
 	if (rc && !r->write_err)
 		r->write_err = rc;
 	r->written += r->fill;
@@ -330,10 +363,139 @@ int pb_soak_finish(struct pb_soak_rec *r, uint64_t end_ns, bool partial, struct 
 	return 0;
 }
 
+/* Set by a signal handler: the one mutable file-scope variable a signal allows. */
+static volatile uint64_t pb_soak_stop_flag;
+
+static void pb_soak_on_signal(int signum)
+{
+	(void)signum;
+	pb_soak_stop_flag = 1;
+}
+
+int pb_soak_stop_on(int signum)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = pb_soak_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	return sigaction(signum, &sa, NULL) ? -errno : 0;
+}
+
+const volatile uint64_t *pb_soak_stop_word(void)
+{
+	return &pb_soak_stop_flag;
+}
+
+void pb_soak_text(char *dst, size_t len, const char *src)
+{
+	size_t n = src ? strlen(src) : 0;
+
+	if (!len)
+		return;
+	if (n >= len)
+		n = len - 1;
+	if (n)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 void pb_soak_close(struct pb_soak_rec *r)
 {
 	if (r && r->fd >= 0) {
 		close(r->fd);
 		r->fd = -1;
 	}
+}
+
+/* A bucket's bandwidth in 10^9 bit/s. */
+static double pb_soak_gbit(double msgs, uint64_t size, double bucket_s)
+{
+	return msgs * (double)size * 8.0 / bucket_s / 1e9;
+}
+
+static double pb_soak_share(const struct pb_soak_summary *s)
+{
+	return s->p50_msgs > 0 ? s->min_msgs / s->p50_msgs : NAN;
+}
+
+void pb_soak_row_pair(struct pb_row *row, const struct pb_soak_summary *s, uint64_t msg_size_bytes)
+{
+	if (!s->on)
+		return;
+	pb_row_set_double(row, PB_COL_soak_bucket_s, s->bucket_s);
+	pb_row_set_u64(row, PB_COL_soak_buckets, s->buckets);
+	pb_row_set_double(row, PB_COL_bucket_gbit_s_min, pb_soak_gbit(s->min_msgs, msg_size_bytes, s->bucket_s));
+	pb_row_set_double(row, PB_COL_bucket_gbit_s_p1, pb_soak_gbit(s->p1_msgs, msg_size_bytes, s->bucket_s));
+	pb_row_set_double(row, PB_COL_bucket_gbit_s_p50, pb_soak_gbit(s->p50_msgs, msg_size_bytes, s->bucket_s));
+	pb_row_set_double(row, PB_COL_min_bucket_share, pb_soak_share(s));
+	pb_row_set_double(row, PB_COL_stall_fraction, s->stall_fraction);
+	pb_row_set_u64(row, PB_COL_stalls, s->stalls);
+	pb_row_set_double(row, PB_COL_longest_stall_s, (double)s->longest_stall_buckets * s->bucket_s);
+	if (s->first_stall_bucket != UINT64_MAX)
+		pb_row_set_double(row, PB_COL_first_stall_s, (double)s->first_stall_bucket * s->bucket_s);
+	if (s->partial)
+		pb_row_add_flag(row, "soak_partial");
+}
+
+void pb_soak_agg_init(struct pb_soak_agg *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->min_gbit = a->p1_gbit = a->p50_gbit = a->share = a->first_s = INFINITY;
+	a->buckets = UINT64_MAX;
+}
+
+/* NAN-aware minimum: a NAN never wins. */
+static double pb_soak_min(double a, double b)
+{
+	return isnan(b) || a <= b ? a : b;
+}
+
+void pb_soak_agg_add(struct pb_soak_agg *a, const struct pb_soak_summary *s, uint64_t msg_size_bytes)
+{
+	if (!s->on)
+		return;
+	a->n++;
+	a->bucket_s = s->bucket_s;
+	a->fraction = s->stall_fraction;
+	a->min_gbit = pb_soak_min(a->min_gbit, pb_soak_gbit(s->min_msgs, msg_size_bytes, s->bucket_s));
+	a->p1_gbit = pb_soak_min(a->p1_gbit, pb_soak_gbit(s->p1_msgs, msg_size_bytes, s->bucket_s));
+	a->p50_gbit = pb_soak_min(a->p50_gbit, pb_soak_gbit(s->p50_msgs, msg_size_bytes, s->bucket_s));
+	a->share = pb_soak_min(a->share, pb_soak_share(s));
+	if (s->buckets < a->buckets)
+		a->buckets = s->buckets;
+	a->stalls += s->stalls;
+	a->stalled += s->stalls > 0;
+	if ((double)s->longest_stall_buckets * s->bucket_s > a->longest_s)
+		a->longest_s = (double)s->longest_stall_buckets * s->bucket_s;
+	if (s->first_stall_bucket != UINT64_MAX)
+		a->first_s = pb_soak_min(a->first_s, (double)s->first_stall_bucket * s->bucket_s);
+	a->partial |= s->partial != 0;
+}
+
+/* Infinity (no pair had the value) is an empty cell. */
+static void pb_soak_set_finite(struct pb_row *row, enum pb_col col, double v)
+{
+	if (isfinite(v))
+		pb_row_set_double(row, col, v);
+}
+
+void pb_soak_row_aggregate(struct pb_row *row, const struct pb_soak_agg *a)
+{
+	if (!a->n)
+		return;
+	pb_row_set_double(row, PB_COL_soak_bucket_s, a->bucket_s);
+	pb_row_set_u64(row, PB_COL_soak_buckets, a->buckets);
+	pb_soak_set_finite(row, PB_COL_bucket_gbit_s_min, a->min_gbit);
+	pb_soak_set_finite(row, PB_COL_bucket_gbit_s_p1, a->p1_gbit);
+	pb_soak_set_finite(row, PB_COL_bucket_gbit_s_p50, a->p50_gbit);
+	pb_soak_set_finite(row, PB_COL_min_bucket_share, a->share);
+	pb_row_set_double(row, PB_COL_stall_fraction, a->fraction);
+	pb_row_set_u64(row, PB_COL_stalls, a->stalls);
+	pb_row_set_u64(row, PB_COL_stalled_pairs, a->stalled);
+	pb_row_set_double(row, PB_COL_longest_stall_s, a->longest_s);
+	pb_soak_set_finite(row, PB_COL_first_stall_s, a->first_s);
+	if (a->partial)
+		pb_row_add_flag(row, "soak_partial");
 }

@@ -28,13 +28,16 @@
  *
  * Series file (native byte order, read by contract/soakfile.py):
  *   struct pb_soak_header (PB_SOAK_HEADER_BYTES), then one struct
- *   pb_soak_bucket per bucket from bucket 0, in order.  header.buckets says
- *   how many were written when the recorder finished (0 while running: a
- *   reader then takes the file's length).
+ *   pb_soak_bucket per bucket from bucket 0, in order.  The header is written
+ *   at open, again with the start at the first write of buckets, and once more
+ *   at the end; header.buckets says how many were written when the recorder
+ *   finished (0 while running: a reader then takes the file's length).
  */
 #ifndef PB_SOAK_H
 #define PB_SOAK_H
 
+#include "pb_common.h"
+#include "pb_csv.h"
 #include "pb_opts.h"
 
 #include <stdbool.h>
@@ -134,6 +137,18 @@ struct pb_soak_rec {
 int pb_soak_check(const struct pb_soak_params *p, char *err, size_t errlen);
 
 /*
+ * Every check of a layer's soak options against its test and the common options: the
+ * above; --soak only for bandwidth and message-rate tests, not with -n or -D; --bucket,
+ * --stall-fraction, --series only with --soak (given: which of those three the user gave,
+ * bits 1, 2, 4).  0 or -EINVAL with one message in err (exit code 2).
+ */
+int pb_soak_validate(const struct pb_soak_params *p, const struct pb_common_params *c,
+		     const struct pb_test_info *t, unsigned given, char *err, size_t errlen);
+#define PB_SOAK_GIVEN_BUCKET 1u
+#define PB_SOAK_GIVEN_FRACTION 2u
+#define PB_SOAK_GIVEN_SERIES 4u
+
+/*
  * The series file name of one point's flow: "<prefix>-<size>B-pair<id>.pbsoak", with
  * "-<pattern>" after the size when pattern is not NULL or "" (a --pattern round).
  * 0 or -ENAMETOOLONG.
@@ -184,6 +199,19 @@ static inline void pb_soak_check_add(struct pb_soak_rec *r, uint64_t now_ns, uin
 int pb_soak_finish(struct pb_soak_rec *r, uint64_t end_ns, bool partial, struct pb_soak_summary *out,
 		   char *err, size_t errlen);
 
+/*
+ * Ending a soak early and keeping it: signum (the driver sends SIGUSR1; mpirun forwards it to
+ * every rank) sets the word pb_soak_stop_word() points to; a soak's stream polls it once per
+ * window (its stop word) and ends at the next window, its rows flagged soak_partial.
+ * 0 or -errno (sigaction).
+ */
+int pb_soak_stop_on(int signum);
+/* The word signum sets: 0, then 1 once the signal came. */
+const volatile uint64_t *pb_soak_stop_word(void);
+
+/* Copy src into a header text field of len bytes, cut to fit (always terminated). */
+void pb_soak_text(char *dst, size_t len, const char *src);
+
 /* Close the file (NULL-safe, idempotent). */
 void pb_soak_close(struct pb_soak_rec *r);
 
@@ -193,5 +221,20 @@ void pb_soak_close(struct pb_soak_rec *r);
  */
 int pb_soak_analyse(int fd, uint64_t off, uint64_t n, double stall_fraction,
 		    struct pb_soak_summary *out);
+
+
+/* The soak columns of a pair's row (pb_schema.h) from its summary; nothing when !s->on. */
+void pb_soak_row_pair(struct pb_row *row, const struct pb_soak_summary *s, uint64_t msg_size_bytes);
+
+/* An aggregate row's soak columns: fold each pair's summary in, then write. */
+struct pb_soak_agg {
+	unsigned n, stalled;
+	double bucket_s, fraction, min_gbit, p1_gbit, p50_gbit, share, longest_s, first_s;
+	uint64_t buckets, stalls;
+	bool partial;
+};
+void pb_soak_agg_init(struct pb_soak_agg *a);
+void pb_soak_agg_add(struct pb_soak_agg *a, const struct pb_soak_summary *s, uint64_t msg_size_bytes);
+void pb_soak_row_aggregate(struct pb_row *row, const struct pb_soak_agg *a);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,6 +51,7 @@ static const struct pb_opt mp_opts[] = {
 	{ "startup-timeout", 0, PB_OPT_DOUBLE, offsetof(struct mp_params, startup_timeout_s), "60", 1,
 	  86400, NULL, "SEC",
 	  "deadline of the job's start-up (MPI_Init, node split, shm segment, placement), at least --timeout; --timeout bounds every wait after it" },
+	PB_SOAK_OPTS(struct mp_params, soak),
 };
 #define MP_N_OPTS (sizeof(mp_opts) / sizeof(mp_opts[0]))
 
@@ -154,7 +156,11 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 	bool sizes_given = pb_opts_given(mp_opts, MP_N_OPTS, res, "sizes");
 	unsigned list[PB_PIN_MAX];
 
-	if (pb_window_check(&p->c, err, len))
+	unsigned soak_given = (pb_opts_given(mp_opts, MP_N_OPTS, res, "bucket") ? PB_SOAK_GIVEN_BUCKET : 0) |
+			      (pb_opts_given(mp_opts, MP_N_OPTS, res, "stall-fraction") ? PB_SOAK_GIVEN_FRACTION : 0) |
+			      (pb_opts_given(mp_opts, MP_N_OPTS, res, "series") ? PB_SOAK_GIVEN_SERIES : 0);
+
+	if (pb_window_check(&p->c, err, len) || pb_soak_validate(&p->soak, &p->c, &t->info, soak_given, err, len))
 		return -EINVAL;
 	if (p->halo_neighbours != 4 && p->halo_neighbours != 8)
 		snprintf(err, len, "invalid value for --halo-neighbours: %llu (accepted: 4 or 8)",
@@ -283,6 +289,11 @@ static void mp_engine_params(const struct mp_ctx *ctx, const struct mp_test *t, 
 	ep->iterations = mp_sample_room(ctx, ep->method, ep->iterations, ep->min_iterations);
 	ep->buffers = t->info.buffers ? pb_buffers_names[ctx->p->buffers] : NULL;
 	ep->block_timed = ctx->p->timing == PB_TIMING_BLOCK;
+	if (ctx->p->soak.soak_s > 0) {
+		/* A soak is one common window of --soak seconds (pb_soak.h). */
+		ep->method = PB_WM_WINDOW;
+		ep->duration_s = ctx->p->soak.soak_s;
+	}
 	pb_flags_run(&facts, flags, len);
 	ep->flags = flags;
 }
@@ -423,6 +434,10 @@ int main(int argc, char **argv)
 	 * must not hold this rank there for ever.
 	 */
 	rc = pb_opts_parse_msg(mp_opts, MP_N_OPTS, argc, argv, &p, &res, err, sizeof(err));
+	/* A soak ends early on SIGUSR1 and keeps what it measured (from the start: a signal
+	 * before the handler would end the rank). */
+	if (!rc && p.soak.soak_s > 0)
+		rc = pb_soak_stop_on(SIGUSR1);
 	wrc = mp_watchdog_start(&ctx.wd, mp_env_rank());
 	if (!wrc)
 		mp_watchdog_arm_startup(ctx.wd, "MPI_Init (start-up of the job)",

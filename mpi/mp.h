@@ -16,6 +16,7 @@
 
 #include "pb_common.h"
 #include "pb_engine.h"
+#include "pb_soak.h"
 #include "mp_pattern.h"
 #include "shm_sync.h"
 
@@ -37,6 +38,7 @@ struct mp_params {
 	int bind_mode;           /* enum mp_bind_mode */
 	const char *pattern;     /* --pattern: NULL = none; "P1/P2/..." = rounds in one job */
 	double startup_timeout_s; /* --startup-timeout: MPI_Init and the wire-up (mp_startup_ns) */
+	struct pb_soak_params soak; /* --soak, --bucket, --stall-fraction, --series (core/pb_soak.h) */
 };
 
 /* Tags of the point-to-point tests. */
@@ -241,6 +243,8 @@ struct mp_stream {
 	MPI_Status *st;              /* 2 x window */
 	const volatile uint64_t *stop_word;
 	uint64_t stop_value;
+	struct pb_soak_rec *soak;    /* --soak, side A: the flow's buckets (NULL = no soak) */
+	bool stopped_early;          /* soak: ended by the stop word before its deadline */
 };
 int mp_stream_a(struct mp_stream *s, uint64_t messages, uint64_t end_by_ns, struct pb_timed *t);
 int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done);

@@ -25,6 +25,8 @@ struct mp_bw {
 	uint64_t cap;
 	uint64_t slots;
 	uint64_t never;             /* stop word that never reaches its value */
+	const char *test;           /* the test's name (soak series header) */
+	char err[256];              /* the last failure's text (ops.error) */
 };
 
 int mp_stream_init(struct mp_stream *s, struct mp_ctx *ctx, int window, bool bidir, bool ack_each)
@@ -77,19 +79,33 @@ static uint64_t mp_stream_slots(const struct mp_stream *s)
 	return n < (uint64_t)s->window ? n : (uint64_t)s->window;
 }
 
-int mp_stream_a(struct mp_stream *s, uint64_t messages, uint64_t end_by_ns, struct pb_timed *t)
+/*
+ * The stream of side A.  soak (a constant at each call site, so the compiler makes two loops):
+ * every window's messages are counted in the bucket of the clock read that follows the
+ * window's completion (the read that decides whether the next window is the last: no read of
+ * its own), the last window's at the end; see core/pb_soak.h.
+ */
+static inline __attribute__((always_inline)) int mp_stream_a_loop(struct mp_stream *s, uint64_t messages,
+								  uint64_t end_by_ns, struct pb_timed *t,
+								  const bool soak)
 {
 	const int peer = s->ctx->peer, count = s->count, W = s->window;
-	const uint64_t slots = mp_stream_slots(s);
-	uint64_t remaining = messages, sent = 0;
+	const uint64_t slots = mp_stream_slots(s), per = s->bidir ? 2 : 1;
+	uint64_t remaining = messages, sent = 0, pending = 0;
 	bool last;
 
 	t->start_ns = pb_clock_now_ns();
 	do {
 		int n = remaining < (uint64_t)W ? (int)remaining : W, k = 0;
+		const uint64_t now = pb_clock_now_ns();
 
-		last = remaining == (uint64_t)n || pb_clock_now_ns() >= end_by_ns ||
-		       *s->stop_word >= s->stop_value;
+		if (soak) {
+			pb_soak_add(s->soak, now, pending);
+			pending = (uint64_t)n * per;
+		}
+		last = remaining == (uint64_t)n || now >= end_by_ns || *s->stop_word >= s->stop_value;
+		if (soak && last && now < end_by_ns && remaining != (uint64_t)n)
+			s->stopped_early = true;
 		if (s->bidir)
 			k = mp_post_recvs(s, slots, n, s->req);
 		for (int j = 0; j < n; j++)
@@ -104,12 +120,34 @@ int mp_stream_a(struct mp_stream *s, uint64_t messages, uint64_t end_by_ns, stru
 	if (!s->ack_each)
 		MPI_Recv(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	t->end_ns = pb_clock_now_ns();
+	if (soak)
+		pb_soak_add(s->soak, t->end_ns, pending);
 	/* Bidirectional: iterations, messages and bytes all count both directions (as verbs --bidir). */
-	t->messages = sent * (s->bidir ? 2 : 1);
+	t->messages = sent * per;
 	t->done = t->messages;
 	t->bytes = t->messages * (uint64_t)count;
 	t->has_bw = true;
 	return 0;
+}
+
+int mp_stream_a(struct mp_stream *s, uint64_t messages, uint64_t end_by_ns, struct pb_timed *t)
+{
+	return mp_stream_a_loop(s, messages, end_by_ns, t, false);
+}
+
+/* A soak's timed block (s->soak open and started): the stream, its buckets, their analysis. */
+static int mp_stream_a_soak(struct mp_stream *s, uint64_t end_by_ns, double soak_s, struct pb_timed *t)
+{
+	int rc;
+
+	s->stopped_early = false;
+	/* Bucket 0 begins at the node's common start: the engine's deadline minus the window. */
+	pb_soak_start(s->soak, end_by_ns - (uint64_t)(soak_s * 1e9));
+	rc = mp_stream_a_loop(s, UINT64_MAX, end_by_ns, t, true);
+	if (!rc)
+		rc = pb_soak_finish(s->soak, t->end_ns, s->stopped_early, &t->soak, t->error,
+				    sizeof(t->error));
+	return rc;
 }
 
 int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done)
@@ -147,6 +185,33 @@ int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done)
 	return 0;
 }
 
+static void mp_bw_destroy(void *tctx);
+
+/* A soak: this point's series file (its --series name, or a temporary file), before the start. */
+static int mp_bw_soak_open(struct mp_bw *b, uint64_t size)
+{
+	const struct mp_ctx *ctx = b->ctx;
+	const struct pb_soak_params *sp = &ctx->p->soak;
+	const char *pattern = ctx->pattern ? ctx->pattern->name : NULL;
+	struct pb_soak_header h = { .pair_id = ctx->pair_id, .pairs = ctx->pairs, .msg_size_bytes = size,
+				    .bidir = b->s.bidir };
+	char path[4096];
+	int rc;
+
+	pb_soak_close(b->s.soak);
+	pb_soak_text(h.layer, sizeof(h.layer), "mpi");
+	pb_soak_text(h.test, sizeof(h.test), b->test);
+	pb_soak_text(h.pattern, sizeof(h.pattern), pattern);
+	pb_soak_text(h.host, sizeof(h.host), ctx->host);
+	pb_soak_text(h.peer, sizeof(h.peer), ctx->peer_label);
+	if (sp->series && pb_soak_path(sp->series, size, pattern, ctx->pair_id, path, sizeof(path))) {
+		snprintf(b->err, sizeof(b->err), "--series %s: the file name is too long", sp->series);
+		return -ENAMETOOLONG;
+	}
+	rc = pb_soak_open(b->s.soak, sp->series ? path : NULL, sp, &h, b->err, sizeof(b->err));
+	return rc;
+}
+
 static int mp_bw_prepare(void *tctx, uint64_t size)
 {
 	struct mp_bw *b = tctx;
@@ -164,7 +229,7 @@ static int mp_bw_prepare(void *tctx, uint64_t size)
 		if (!b->cap)
 			return -ENOMEM;
 	}
-	return 0;
+	return b->s.soak ? mp_bw_soak_open(b, size) : 0;
 }
 
 static int mp_bw_warmup(void *tctx, uint64_t size, uint64_t iters)
@@ -185,6 +250,8 @@ static int mp_bw_timed(void *tctx, struct pb_timed *t)
 	struct mp_bw *b = tctx;
 	uint64_t messages = t->end_by_ns ? UINT64_MAX : t->iterations;
 
+	if (b->ctx->side == MP_SIDE_A && b->s.soak)
+		return mp_stream_a_soak(&b->s, t->end_by_ns, b->ctx->p->soak.soak_s, t);
 	if (b->ctx->side == MP_SIDE_A)
 		return mp_stream_a(&b->s, messages, t->end_by_ns ? t->end_by_ns : UINT64_MAX, t);
 	return mp_stream_b(&b->s, messages, &t->done);
@@ -206,6 +273,18 @@ static int mp_bw_create(struct mp_ctx *ctx, const struct mp_test *t, void **out)
 	}
 	b->s.stop_word = &b->never;
 	b->s.one_rbuf = ctx->p->buffers == PB_BUF_PEER;
+	b->test = t->info.name;
+	if (ctx->p->soak.soak_s > 0 && ctx->side == MP_SIDE_A) {
+		/* The measuring side counts the buckets; SIGUSR1 ends the soak early (pb_soak.h). */
+		b->s.soak = calloc(1, sizeof(*b->s.soak));
+		if (!b->s.soak) {
+			mp_bw_destroy(b);
+			return -ENOMEM;
+		}
+		b->s.soak->fd = -1;
+		b->s.stop_word = pb_soak_stop_word();
+		b->s.stop_value = 1;
+	}
 	*out = b;
 	return 0;
 }
@@ -214,11 +293,24 @@ static void mp_bw_destroy(void *tctx)
 {
 	struct mp_bw *b = tctx;
 
+	if (b->s.soak) {
+		pb_soak_close(b->s.soak);
+		free(b->s.soak);
+		b->s.soak = NULL;
+	}
 	mp_stream_cleanup(&b->s);
 	free(b);
 }
 
+static const char *mp_bw_error(void *tctx)
+{
+	const struct mp_bw *b = tctx;
+
+	return b->err;
+}
+
 static const struct pb_test_ops mp_bw_ops = {
+	.error = mp_bw_error,
 	.prepare = mp_bw_prepare,
 	.warmup = mp_bw_warmup,
 	.timed = mp_bw_timed,

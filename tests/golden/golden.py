@@ -43,7 +43,11 @@ MACHINE = ("host", "peer", "cpu", "numa_node")
 # added; the golden files keep comparing what existed before.
 LATER = ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device",
          # version 4 (issue 21): how each point was timed; the golden runs use -n (count)
-         "window_method", "window_s", "start_delay_us", "overlap_s", "end_spread_us")
+         "window_method", "window_s", "start_delay_us", "overlap_s", "end_spread_us",
+         # version 5 (issue 36): a soak's columns, empty without --soak (the golden runs)
+         "soak_bucket_s", "soak_buckets", "bucket_gbit_s_min", "bucket_gbit_s_p1",
+         "bucket_gbit_s_p50", "min_bucket_share", "stall_fraction", "stalls", "stalled_pairs",
+         "longest_stall_s", "first_stall_s")
 # Flags that depend on what was measured (timing): tail_dominated follows the pairs' end
 # times, sample_cap a latency pair's speed.
 MEASURED_FLAGS = {"above_link_rate", "tail_dominated", "sample_cap"}

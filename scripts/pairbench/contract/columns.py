@@ -1,7 +1,7 @@
 """The CSV column list (mirror of core/pb_schema.h), free of heavy imports so that tiny
 programs (the fake executable, checks inside the slow VM) can use it."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 COLUMNS: tuple[str, ...] = (
     "schema_version",
@@ -45,6 +45,17 @@ COLUMNS: tuple[str, ...] = (
     "start_delay_us",
     "overlap_s",
     "end_spread_us",
+    "soak_bucket_s",
+    "soak_buckets",
+    "bucket_gbit_s_min",
+    "bucket_gbit_s_p1",
+    "bucket_gbit_s_p50",
+    "min_bucket_share",
+    "stall_fraction",
+    "stalls",
+    "stalled_pairs",
+    "longest_stall_s",
+    "first_stall_s",
     "host",
     "peer",
     "device",
@@ -58,17 +69,25 @@ COLUMNS: tuple[str, ...] = (
     "error",
 )
 
+# The soak's columns (core/pb_soak.h, docs/methodology.md "Soak"): empty without --soak.
+SOAK_COLUMNS: tuple[str, ...] = (
+    "soak_bucket_s", "soak_buckets", "bucket_gbit_s_min", "bucket_gbit_s_p1",
+    "bucket_gbit_s_p50", "min_bucket_share", "stall_fraction", "stalls", "stalled_pairs",
+    "longest_stall_s", "first_stall_s")
+
 # Version 2 added the worst-pair columns, version 3 the pattern, buffer layout, aggregate
 # scope, QP count and device columns, version 4 the window columns (issue 21: a common
-# window per point by default; older runs were timed by a fixed count unless -D was given);
+# window per point by default; older runs were timed by a fixed count unless -D was given),
+# version 5 the soak columns (issue 36);
 # an older file lacks them (read as empty cells).
 ADDED_IN: dict[int, tuple[str, ...]] = {
     2: ("worst_lat_pair_id", "worst_lat_us_p50", "worst_lat_us_p99", "min_bw_pair_id",
         "min_pair_bw_gbit_s", "min_pair_bw_share"),
     3: ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device"),
     4: ("window_method", "window_s", "start_delay_us", "overlap_s", "end_spread_us"),
+    5: SOAK_COLUMNS,
 }
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 
 
 def columns_of(version: int) -> tuple[str, ...]:

@@ -27,6 +27,8 @@ MEASURED_FLAGS: dict[str, str] = {
                       "window apart: the aggregate understates what the pairs did together "
                       "(run without -n: one common window)",
     "sample_cap": "a latency pair filled its room for samples before the target time",
+    "soak_partial": "a soak stopped before its end (Ctrl-C, the sweep's deadline: SIGUSR1): "
+                    "its stall columns describe the buckets it measured, not the soak asked for",
 }
 # Flags the driver sets from the port counters pairbench-verbs read around the point's
 # timed window (counters.csv; docs/health.md), on the rows of the device they concern.
