@@ -318,3 +318,75 @@ int pb_pattern_flows(const struct pb_pattern *p, int k, int r, struct pb_flow *o
 	}
 	return o.n;
 }
+
+/* Breadth-first distances from node src over the flows' undirected edges (adjacency as CSR). */
+static int pb_pattern_ecc(const int *start, const int *adj, int nodes, int src, int *dist, int *queue,
+			  int *reached)
+{
+	int head = 0, tail = 0, far = 0;
+
+	for (int i = 0; i < nodes; i++)
+		dist[i] = -1;
+	dist[src] = 0;
+	queue[tail++] = src;
+	while (head < tail) {
+		int u = queue[head++];
+
+		for (int e = start[u]; e < start[u + 1]; e++) {
+			int v = adj[e];
+
+			if (dist[v] >= 0)
+				continue;
+			dist[v] = dist[u] + 1;
+			far = dist[v] > far ? dist[v] : far;
+			queue[tail++] = v;
+		}
+	}
+	*reached = tail;
+	return far;
+}
+
+int pb_pattern_meet_rounds(const struct pb_flow *flows, int n, int nodes, bool *connected)
+{
+	int *start = calloc((size_t)nodes + 1, sizeof(int)), *adj = calloc(2 * (size_t)n + 1, sizeof(int));
+	int *fill = calloc((size_t)nodes + 1, sizeof(int)), *dist = calloc((size_t)nodes + 1, sizeof(int));
+	int *queue = calloc((size_t)nodes + 1, sizeof(int));
+	int d = 0, active = 0, first = -1;
+
+	*connected = true;
+	if (!start || !adj || !fill || !dist || !queue || n <= 0) {
+		d = n <= 0 ? 0 : -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		start[flows[i].a_node + 1]++;
+		start[flows[i].b_node + 1]++;
+	}
+	for (int i = 0; i < nodes; i++) {
+		active += start[i + 1] > 0;
+		if (first < 0 && start[i + 1] > 0)
+			first = i;
+		start[i + 1] += start[i];
+	}
+	for (int i = 0; i < n; i++) {
+		adj[start[flows[i].a_node] + fill[flows[i].a_node]++] = flows[i].b_node;
+		adj[start[flows[i].b_node] + fill[flows[i].b_node]++] = flows[i].a_node;
+	}
+	for (int u = 0; u < nodes; u++) {
+		int reached, e;
+
+		if (start[u + 1] == start[u])
+			continue;
+		e = pb_pattern_ecc(start, adj, nodes, u, dist, queue, &reached);
+		d = e > d ? e : d;
+		if (u == first && reached < active)
+			*connected = false;
+	}
+out:
+	free(start);
+	free(adj);
+	free(fill);
+	free(dist);
+	free(queue);
+	return d;
+}

@@ -31,6 +31,7 @@
 #ifndef PB_PATTERN_H
 #define PB_PATTERN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "pb_scan.h"
@@ -75,6 +76,18 @@ int pb_pattern_parse(const char *text, struct pb_pattern *p, char *err, size_t l
  */
 int pb_pattern_flows(const struct pb_pattern *p, int nodes, int per_node, struct pb_flow *out,
 		     int max, char *err, size_t len);
+
+/*
+ * The cross-node start of a pattern's flows (pairbench-verbs, which has no communicator):
+ * every node first joins its own barrier, then D times: every flow's two ends meet (a pair
+ * sync), every node joins its barrier.  After round d a node knows that every node within
+ * d flows of it has arrived, so D = the diameter of the graph whose vertices are the nodes
+ * with a flow and whose edges are the flows (either direction) makes it a barrier of all
+ * of them.  Returns D (>= 1 when n >= 1; 0 when there is no flow), and *connected: false
+ * when the flows fall into groups that never meet (pairs, bisection, nodes:..., a scan
+ * round: D is then the largest group's diameter and the groups start apart).
+ */
+int pb_pattern_meet_rounds(const struct pb_flow *flows, int n, int nodes, bool *connected);
 
 /*
  * How many rounds p runs on a job of `nodes` nodes: 1, or a scan's rounds

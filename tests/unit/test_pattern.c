@@ -355,6 +355,44 @@ static void test_parse_errors(void)
 	CHECK_EQ_INT(pb_pattern_flows(&p, 4, 4, pairs, 3, err, sizeof(err)), -E2BIG);
 }
 
+/* The cross-node start's rounds: the diameter of the flows' node graph, and whether it is one group. */
+static void test_meet_rounds(void)
+{
+	static const struct pb_flow chain[] = { { 0, 0, 1, 0 }, { 1, 1, 2, 0 }, { 2, 1, 3, 0 }, { 4, 0, 3, 1 } };
+	char err[512];
+	bool conn;
+	int n;
+
+	for (int k = 2; k <= 9; k++) {
+		CHECK((n = run("incast", k, k - 1, err, sizeof(err))) == k - 1);
+		CHECK_EQ_INT(pb_pattern_meet_rounds(pairs, n, k, &conn), k == 2 ? 1 : 2);
+		CHECK(conn);
+		CHECK((n = run("fanout:1", k, 2 * (k - 1), err, sizeof(err))) == 2 * (k - 1));
+		CHECK_EQ_INT(pb_pattern_meet_rounds(pairs, n, k, &conn), k == 2 ? 1 : 2);
+		CHECK(conn);
+		CHECK((n = run("alltoall", k, k - 1, err, sizeof(err))) > 0);
+		CHECK_EQ_INT(pb_pattern_meet_rounds(pairs, n, k, &conn), 1);
+		CHECK(conn);
+		/* a ring: half-way round is the farthest */
+		CHECK((n = run("shift:1", k, 2, err, sizeof(err))) == k);
+		CHECK_EQ_INT(pb_pattern_meet_rounds(pairs, n, k, &conn), k / 2);
+		CHECK(conn);
+		if (k % 2 == 0) {
+			/* node pairs that never meet: one round each, not one group beyond K = 2 */
+			CHECK((n = run("pairs", k, 3, err, sizeof(err))) == 3 * k / 2);
+			CHECK_EQ_INT(pb_pattern_meet_rounds(pairs, n, k, &conn), 1);
+			CHECK(conn == (k == 2));
+		}
+	}
+	/* idle nodes are not in the run: nodes:0-1 on 6 nodes is one group */
+	CHECK((n = run("nodes:0-1", 6, 1, err, sizeof(err))) == 1);
+	CHECK_EQ_INT(pb_pattern_meet_rounds(pairs, n, 6, &conn), 1);
+	CHECK(conn);
+	CHECK_EQ_INT(pb_pattern_meet_rounds(chain, 4, 5, &conn), 4);
+	CHECK(conn);
+	CHECK_EQ_INT(pb_pattern_meet_rounds(chain, 0, 5, &conn), 0);
+}
+
 int main(void)
 {
 	for (int k = 2; k <= 9; k++) {
@@ -371,6 +409,7 @@ int main(void)
 	test_scan_large();
 	test_nodes();
 	test_parse_errors();
+	test_meet_rounds();
 	if (pb_test_failures)
 		fprintf(stderr, "%d check(s) failed\n", pb_test_failures);
 	return pb_test_failures ? 1 : 0;
