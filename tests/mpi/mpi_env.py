@@ -4,13 +4,31 @@ of their own (stdlib only)."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
 CLONE_NEWIPC = 0x08000000  # <sched.h>
+
+
+_OMPI_DIR: list[str] = []  # this checker's folder for Open MPI's files (made once)
+
+
+def ompi_dir() -> str:
+    """A folder of this checker's own (on /dev/shm where possible) for Open MPI's session
+    directories and shared-memory backing files, removed when the checker exits: the jobs it
+    kills on purpose (SIGKILL, watchdogs) and its singleton runs leave nothing in /tmp/ompi.*
+    or /dev/shm (the same rule as the driver's runner/ompidirs.py, for jobs started here)."""
+    if not _OMPI_DIR:
+        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        _OMPI_DIR.append(tempfile.mkdtemp(prefix="pairbench-ompi-check-", dir=base))
+        atexit.register(shutil.rmtree, _OMPI_DIR[0], True)
+    return _OMPI_DIR[0]
 
 
 def env_for_mpi() -> dict:
@@ -19,6 +37,8 @@ def env_for_mpi() -> dict:
         # Open MPI refuses to run as root without both variables.
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
         env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    for var in ("OMPI_MCA_orte_tmpdir_base", "OMPI_MCA_btl_vader_backing_directory"):
+        env.setdefault(var, ompi_dir())
     return env
 
 

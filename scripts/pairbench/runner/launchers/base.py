@@ -109,6 +109,12 @@ class Launcher:
     def env(self) -> tuple[tuple[str, str], ...]:
         return ()
 
+    def private_ompi_dirs(self) -> bool:
+        """Whether a point's Open MPI files (session directory, shared-memory backing files)
+        go to a folder of its own, removed after it (runner/ompidirs.py): only when Open MPI
+        runs every rank on this host."""
+        return False
+
     def run_plan(self, **plan: Any) -> int | None:
         """Run the whole sweep plan its own way and return the sweep's exit code, or None:
         the caller runs the points here, one by one. plan: points, run_dir, meta (the run's

@@ -66,5 +66,8 @@ class Mpirun(Launcher):
     def env(self) -> tuple[tuple[str, str], ...]:
         return OMPI_ROOT_ENV if self.cfg.as_root else ()
 
+    def private_ompi_dirs(self) -> bool:
+        return not self.cfg.hosts  # -H/--hosts: ranks on other nodes, where the folder is not
+
 
 LAUNCHER = Mpirun
