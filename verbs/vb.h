@@ -21,8 +21,10 @@
  *
  *   5  vb_main.c       options, the test table, main()
  *      vb_scan.c       --scan: this rank's node pair and side in one round of a fabric scan
+ *      vb_patrole.c    --pattern: this rank's node and its flows (clients, servers, peers)
  *   4  vb_launch.c     probe child, placement, fork, a worker's life
  *   3  vb_reap.c       supervision of the workers (launcher)
+ *      vb_xstart.c     --pattern: the cross-node start and its measured offsets
  *      vb_conn.c       vb_cm_connect / vb_cm_teardown: the --cm method's table
  *   2  vb_cm.c, vb_cm_tcp.c   the connection methods (rdma_cm, TCP socket)
  *      vb_bw.c, vb_write.c, vb_read.c, vb_send.c, vb_atomic.c   engine ops (vb_lat.h)
@@ -33,6 +35,8 @@
  *      vb_dev.c        device queries (probe child), environment record, MTUs
  *      vb_devmap.c     which device each pair uses
  *   0  vb_buf.c        buffer layouts
+ *      vb_nodes.c      launcher rank, host file, %r paths (--scan, --pattern)
+ *      vb_pattern.c    one node's workers of a pattern's flows (pure; core/pb_pattern.c)
  *      vb_hdr.c        wire format of the header and the QP info (pure)
  *      vb_fault.c      fault injection (PAIRBENCH_FAULT)
  *      vb_signal.c     the signal that interrupts the run; the launcher's SIGCHLD wait
@@ -56,6 +60,7 @@
 #define VB_MAX_WORKERS (2 * VB_MAX_PAIRS)
 #define VB_MAX_DEVS 16              /* devices of one run (-d LIST, -d all, --pair-devices) */
 #define VB_DEV_NAME 64
+#define VB_HOST_NAME_MAX 64         /* a node's name in --scan-hosts / --pattern-hosts, with its NUL */
 
 enum vb_op { VB_OP_WRITE, VB_OP_READ, VB_OP_SEND, VB_OP_ATOMIC };
 enum vb_side { VB_CLIENT, VB_SERVER };
@@ -100,11 +105,42 @@ struct vb_params {
 	const char *scan_hosts;
 	bool scan_bye;           /* this rank's node sits the round out: nothing to run */
 	char scan_label[32];     /* rows' pattern column: scan:R */
-	char host_name[64];      /* rows' host column in a scan: this node's line of the file */
-	char peer_name[64];      /* ... and its peer's (the rows' peer column) */
+	char host_name[VB_HOST_NAME_MAX];  /* rows' host column in a scan: this node's line of the file */
+	char peer_name[VB_HOST_NAME_MAX];  /* ... and its peer's (the rows' peer column) */
 	char peer_addr[256];     /* the peer's address (second word of its line, else its name) */
 	char scan_output[4096], scan_env_json[4096];  /* --output / --env-json, %r expanded */
+	/*
+	 * --pattern P --pattern-hosts FILE: this node's flows of a pattern (vb_patrole.c).  The
+	 * node's workers are members 0..pairs-1 (pairs is then their number, --pairs R the
+	 * slots): the clients of its flows first (members 0..pat_clients-1: they measure, the
+	 * rows' pairs), then the servers.  host_name is this node's line of the file.
+	 */
+	const char *pattern;
+	const char *pattern_hosts;
+	unsigned pat_clients;
+	int pat_meet_rounds;     /* cross-node start: rounds of (pair sync, node barrier) (pb_pattern_meet_rounds) */
+	bool pat_one_group;      /* the flows join every node of the pattern (else groups start apart) */
+	char pat_label[256];     /* rows' pattern column: the pattern's canonical name */
+	char pat_self_addr[256]; /* this node's ADDR in the file, "" when its line has none: servers listen there */
+	struct vb_pat_member {
+		unsigned flow;           /* the pattern's flow id: the header's pair, both sides */
+		unsigned port_off;       /* rdma_cm / tcp port = --port + this (the server's slot) */
+		int slot, peer_node, peer_slot;
+		char peer_name[VB_HOST_NAME_MAX];  /* the rows' peer column */
+		char peer_addr[256];     /* where the client connects */
+	} pat[VB_MAX_PAIRS];
 };
+
+/* The side of worker `member` of this launch (loopback: clients then servers; --pattern:
+ * the node's clients then its servers; otherwise every worker is on p->side). */
+static inline enum vb_side vb_member_side(const struct vb_params *p, unsigned member)
+{
+	if (p->loopback)
+		return member < p->pairs ? VB_CLIENT : VB_SERVER;
+	if (p->pattern)
+		return member < p->pat_clients ? VB_CLIENT : VB_SERVER;
+	return p->side;
+}
 
 struct vb_worker;
 struct vb_counters;
@@ -200,6 +236,11 @@ struct vb_worker_report {
 	int32_t path_mtu;        /* bytes */
 	int32_t dev;             /* index into vb_shared.dev of its device */
 	int32_t done;            /* 1 = exited normally */
+	/* --pattern, clients: the cross-node start of the last point and the largest over the
+	 * points (vb_xstart.c): this node's start minus the peer node's, ns, and its bound */
+	int64_t xs_offset_ns, xs_offset_max_ns;
+	int64_t xs_bound_ns;
+	int32_t xs_points;
 	_Atomic uint64_t beat;   /* heartbeat: bumped at every wait check; the launcher's watchdog reads it */
 	char note[192];
 };
@@ -220,9 +261,10 @@ struct vb_shared {
 
 /* Ctrl words of a worker (in their own MR; the peer writes them). */
 struct vb_ctrl {
-	/* [0] sync step, [1] peer's progress word (peek), [2] and [3] stream done words (vb_done_word) */
-	volatile uint64_t in[4];
-	uint64_t out[4];          /* local sources of ctrl writes; [1] our progress word, read by the peer */
+	/* [0] sync step, [1] peer's progress word (peek), [2] and [3] stream done words (vb_done_word);
+	 * --pattern (vb_xstart.c): [4] clock ping, [5] clock pong, [6] the server's start */
+	volatile uint64_t in[8];
+	uint64_t out[8];          /* local sources of ctrl writes; [1] our progress word, read by the peer */
 };
 
 #define VB_DONE_SHIFT 40
@@ -283,6 +325,8 @@ struct vb_worker {
 	struct vb_shared *shared;
 	enum vb_side side;
 	unsigned pair, member;
+	unsigned link;            /* the pair number both sides agree on (header): pair; --pattern: the flow id */
+	unsigned port;            /* rdma_cm / tcp port: --port + pair; --pattern: + the server's slot */
 	bool measuring;           /* publishes results: client side (loaded_lat: every client) */
 	char host[64], peer[64];
 	/* this worker's device, its peer's (loopback; NULL across nodes), the address to reach */
@@ -328,6 +372,11 @@ struct vb_worker {
 	uint64_t stray_recvs;     /* receives reaped while waiting for a ctrl write (vb_ctrl_reap) */
 	uint64_t stray_wr_id;     /* the wr_id (slot, QP) of the last of them */
 	bool closing;             /* in the final pair sync: no message follows it */
+	/* --pattern: the cross-node start (vb_xstart.c) */
+	uint64_t xs_seq;          /* clock pings so far (both sides count alike) */
+	int64_t xs_offset_ns;     /* client: this node's start minus the peer node's (this point) */
+	int64_t xs_bound_ns;      /* its error bound: half the best ping's round trip */
+	int (*xs_timed)(void *tctx, struct pb_timed *t);  /* the test's own timed op */
 	/* protocol state */
 	uint64_t ctrl_step;
 	uint64_t stream_no;

@@ -241,7 +241,7 @@ static int vb_cm_try(struct vb_worker *w, const struct sockaddr_in *dst, struct 
 
 static int vb_cm_client(struct vb_worker *w)
 {
-	unsigned port = (unsigned)w->p->cm_port + w->pair;
+	unsigned port = w->port;
 	struct sockaddr_in dst;
 	struct vb_watch wt;
 	uint64_t deadline, t0;
@@ -360,8 +360,9 @@ static int vb_cm_accept_wait(struct vb_worker *w, struct vb_watch *wt, struct vb
 
 static int vb_cm_server(struct vb_worker *w)
 {
-	unsigned port = (unsigned)w->p->cm_port + w->pair;
-	const char *bind_ip = w->p->loopback ? w->peer_host : w->dev->ipv4;
+	unsigned port = w->port;
+	const char *bind_ip = w->p->loopback ? w->peer_host :
+			      w->p->pattern && w->p->pat_self_addr[0] ? w->p->pat_self_addr : w->dev->ipv4;
 	uint8_t h[VB_HDR_WIRE_BYTES];
 	struct rdma_conn_param cp;
 	struct sockaddr_in sa;
@@ -376,7 +377,7 @@ static int vb_cm_server(struct vb_worker *w)
 		return -EIO;
 	}
 	if (rdma_bind_addr(w->listen_id, (struct sockaddr *)&sa) || rdma_listen(w->listen_id, 4)) {
-		snprintf(w->error, sizeof(w->error), "cannot listen on %s port %u: %s%s",
+		snprintf(w->error, sizeof(w->error), "cannot listen on %.64s port %u: %s%s",
 			 bind_ip && *bind_ip ? bind_ip : "*", port, strerror(errno),
 			 errno == EADDRINUSE ? " (another server running? use --port)" : "");
 		return -EIO;

@@ -391,7 +391,7 @@ out:
 
 static int vb_tcp_client(struct vb_worker *w, uint8_t *hello, size_t hello_len, const struct vb_qpinfo *mqi)
 {
-	unsigned port = (unsigned)w->p->cm_port + w->pair;
+	unsigned port = w->port;
 	struct sockaddr_in dst;
 	struct vb_watch wt;
 	uint64_t deadline, t0;
@@ -475,7 +475,7 @@ static void vb_tcp_stranger(struct vb_worker *w, int fd, const struct sockaddr_i
 
 static int vb_tcp_server(struct vb_worker *w, uint8_t *hello, size_t hello_len, const struct vb_qpinfo *mqi)
 {
-	unsigned port = (unsigned)w->p->cm_port + w->pair;
+	unsigned port = w->port;
 	struct sockaddr_in from;
 	struct vb_watch wt;
 	uint8_t *theirs = NULL;

@@ -405,6 +405,26 @@ static void vb_json_kv(FILE *f, const char *key, const char *val, bool comma)
 	fprintf(f, "%s\n", comma ? "," : "");
 }
 
+/*
+ * --pattern: the worker's flow, slot and peer, and (clients) the cross-node start of its
+ * points (vb_xstart.c): this node's start minus the peer node's, the last point's and the
+ * largest, with the clock offset's bound.
+ */
+static void vb_env_pattern_member(FILE *f, const struct vb_params *p, const struct vb_worker_report *r,
+				  unsigned m)
+{
+	const struct vb_pat_member *x = &p->pat[m];
+
+	fprintf(f, ", \"pattern\": {\"flow\": %u, \"slot\": %d, \"peer_node\": %d, \"peer_slot\": %d, \"peer\": ",
+		x->flow, x->slot, x->peer_node, x->peer_slot);
+	pb_env_str(f, x->peer_name);
+	if (m < p->pat_clients && r->xs_points)
+		fprintf(f, ", \"start_offset_us\": %.3f, \"start_offset_us_max\": %.3f, \"start_offset_bound_us\": %.3f, \"points\": %d",
+			(double)r->xs_offset_ns / 1e3, (double)r->xs_offset_max_ns / 1e3, (double)r->xs_bound_ns / 1e3,
+			r->xs_points);
+	fputs("}", f);
+}
+
 /* "placement": every worker (struct pb_place) plus its QP's GID index, inline size, MTU. */
 static void vb_env_placement(FILE *f, const struct vb_params *p, const struct vb_shared *sh,
 			     unsigned workers)
@@ -414,8 +434,7 @@ static void vb_env_placement(FILE *f, const struct vb_params *p, const struct vb
 		const struct vb_worker_report *r = &sh->w[m];
 		struct pb_place pl = {
 			.pair = (int)(p->loopback ? m % p->pairs : m), .member = (int)m, .pu = r->pu,
-			.role = p->loopback ? (m < p->pairs ? "client" : "server") :
-				p->side == VB_SERVER ? "server" : "client",
+			.role = vb_member_side(p, m) == VB_SERVER ? "server" : "client",
 			.cpu = r->cpu, .numa_node = r->numa_node, .verified = r->verified,
 		};
 
@@ -425,6 +444,8 @@ static void vb_env_placement(FILE *f, const struct vb_params *p, const struct vb
 		fprintf(f, ", \"sgid_index\": %d, \"inline_bytes\": %d, \"path_mtu_bytes\": %d, \"note\": ",
 			r->sgid_index, r->inline_bytes, r->path_mtu);
 		pb_env_str(f, r->note);
+		if (p->pattern)
+			vb_env_pattern_member(f, p, r, m);
 		fputs("}", f);
 	}
 	pb_env_placement_end(f);

@@ -12,11 +12,11 @@
 #include <string.h>
 
 /* The options both sides must agree on, in nibble order (at most 16). */
-enum { VB_OPT_ITEMS = 15 };
+enum { VB_OPT_ITEMS = 16 };
 static const char *const vb_opt_names[VB_OPT_ITEMS] = {
 	"--test", "--variant", "--bidir", "--sizes", "--iterations", "--warmup",
 	"--duration", "--pairs", "--tx-depth", "--cq-mod", "--validate", "--mtu", "--qps", "--cm",
-	"--buffers",
+	"--buffers", "--pattern",
 };
 
 static void vb_opt_item(const struct vb_params *p, unsigned i, char *buf, size_t len)
@@ -36,7 +36,7 @@ static void vb_opt_item(const struct vb_params *p, unsigned i, char *buf, size_t
 	case 4: snprintf(buf, len, "%llu", (unsigned long long)p->c.iterations); break;
 	case 5: snprintf(buf, len, "%llu", (unsigned long long)p->c.warmup); break;
 	case 6: snprintf(buf, len, "%g", p->c.duration_s); break;
-	case 7: snprintf(buf, len, "%u", p->pairs); break;
+	case 7: snprintf(buf, len, "%llu", (unsigned long long)p->c.pairs); break;  /* --pattern: the slots R */
 	case 8: snprintf(buf, len, "%llu", (unsigned long long)p->tx_depth); break;
 	case 9: snprintf(buf, len, "%llu", (unsigned long long)p->cq_mod); break;
 	case 10: snprintf(buf, len, "%d", p->validate * 2 + p->validate_selftest); break;
@@ -44,6 +44,7 @@ static void vb_opt_item(const struct vb_params *p, unsigned i, char *buf, size_t
 	case 12: snprintf(buf, len, "%llu", (unsigned long long)p->qps); break;
 	case 13: snprintf(buf, len, "%s", p->cm == VB_CM_TCP ? "tcp" : "rdma_cm"); break;
 	case 14: snprintf(buf, len, "%s", pb_buffers_names[p->buffers]); break;
+	case 15: snprintf(buf, len, "%s", p->pattern ? p->pat_label : ""); break;
 	default: break;
 	}
 }
@@ -96,7 +97,7 @@ static void vb_opts_diff(const struct vb_params *p, uint64_t theirs, char *out, 
 void vb_hdr_make(const struct vb_worker *w, uint8_t out[VB_HDR_WIRE_BYTES])
 {
 	struct vb_hdr h = {
-		.pair = (uint16_t)w->pair, .addr = (uintptr_t)w->buf, .len = (uint32_t)(2 * w->region),
+		.pair = (uint16_t)w->link, .addr = (uintptr_t)w->buf, .len = (uint32_t)(2 * w->region),
 		.rkey = w->mr->rkey, .ctrl_addr = (uintptr_t)w->ctrl, .ctrl_rkey = w->ctrl_mr->rkey,
 	};
 
@@ -117,9 +118,9 @@ int vb_hdr_check(struct vb_worker *w, const uint8_t *data, size_t len)
 	/* Not pairbench-verbs, or another protocol version: a stranger, not our peer. */
 	if (vb_hdr_decode(data, len, &h, w->error, sizeof(w->error)))
 		return -EBADMSG;
-	if (h.pair != w->pair) {
-		snprintf(w->error, sizeof(w->error), "peer is pair %u, this side pair %u (same --port on both sides?)",
-			 h.pair, w->pair);
+	if (h.pair != (uint16_t)w->link) {
+		snprintf(w->error, sizeof(w->error), "peer is %s %u, this side %s %u (same --port on both sides?)",
+			 w->p->pattern ? "flow" : "pair", h.pair, w->p->pattern ? "flow" : "pair", w->link);
 		return -EPROTO;
 	}
 	vb_opts_hash(w->p, &hash, &nib);

@@ -17,8 +17,9 @@
 
 #define VB_HDR_MAGIC 0x50425631u   /* "PBV1" */
 /* 2: ctrl words readable by the peer (progress reads); 3: --qps and --cm in the option
- * hash, the QP table written into the ctrl page, the QP-info block of --cm tcp */
-#define VB_HDR_VERSION 3
+ * hash, the QP table written into the ctrl page, the QP-info block of --cm tcp; 4: eight
+ * ctrl words each way (the cross-node start of --pattern), --pattern in the option hash */
+#define VB_HDR_VERSION 4
 #define VB_HDR_WIRE_BYTES 52
 /* --cm tcp: a reject frame is the magic, this value in the version field, a 16-bit text length
  * and the text (the rdma_cm reject carries the magic and the text) */

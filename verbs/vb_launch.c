@@ -23,6 +23,7 @@
 #include "vb_res.h"
 #include "vb_signal.h"
 #include "vb_validate.h"
+#include "vb_xstart.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -303,12 +304,15 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 	w->test = p->test_desc;
 	w->shared = L->sh;
 	w->member = member;
-	w->side = p->loopback ? (member < p->pairs ? VB_CLIENT : VB_SERVER) : p->side;
+	w->side = vb_member_side(p, member);
 	w->pair = member % p->pairs;
+	w->link = p->pattern ? p->pat[member].flow : w->pair;
+	w->port = (unsigned)p->cm_port + (p->pattern ? p->pat[member].port_off : w->pair);
 	w->dev = &L->sh->dev[vb_member_dev(L, member)];
 	w->peer_dev = p->loopback ? &L->sh->dev[w->side == VB_CLIENT ? L->peer_of[w->pair] : L->dev_of[w->pair]] : NULL;
 	/* loopback: the server listens on, and its client connects to, the server's device */
-	w->peer_host = p->loopback ? L->loop_ip[L->peer_of[w->pair]] : p->peer_host;
+	w->peer_host = p->loopback ? L->loop_ip[L->peer_of[w->pair]] :
+		       p->pattern ? p->pat[member].peer_addr : p->peer_host;
 	w->bind_src = w->side == VB_CLIENT && L->sh->ndev > 1 && w->dev->ipv4[0];
 	rep->dev = (int32_t)vb_member_dev(L, member);
 	w->measuring = w->side == VB_CLIENT;
@@ -332,7 +336,7 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 			     L->plan.pu[member], err);
 		return rc;
 	}
-	shm_meet_init(&w->meet, L->sync, member, p->pairs, L->max_samples, w->timeout_ns);
+	shm_meet_init(&w->meet, L->sync, member, L->ep.pairs, L->max_samples, w->timeout_ns);
 	shm_sync_set_idle(L->sync, vb_worker_idle, w);
 	return 0;
 }
@@ -343,8 +347,10 @@ static struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 	const struct vb_params *p = L->p;
 	struct pb_engine_params ep;
 
+	/* --pattern: the node's clients measure (the rows' pairs); a node that only serves
+	 * publishes nothing, as --server (its pairs are then its workers, for the result slots). */
 	pb_run_engine_params(&p->test_desc->info, "verbs", &p->c, vb_variant(p), p->tx_depth,
-			     p->pairs, true, &ep);
+			     p->pattern && p->pat_clients ? p->pat_clients : p->pairs, true, &ep);
 	/* The node's capacity: every device used (once); each device's own in its label. */
 	ep.link_gbit_s = 0;
 	for (unsigned d = 0; d < L->sh->ndev; d++) {
@@ -357,17 +363,21 @@ static struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 	}
 	ep.labels = L->labels;
 	ep.flags = L->flags;
-	ep.pattern = p->scan ? p->scan_label : NULL;
+	ep.pattern = p->scan ? p->scan_label : p->pattern ? p->pat_label : NULL;
 	ep.qps = p->qps;
 	ep.buffers = p->test_desc->info.buffers ? pb_buffers_names[p->buffers] : NULL;
 	return ep;
 }
 
-/* pb_test_ops.quiet of every verbs worker: the node leader reads its devices' counters. */
+/* pb_test_ops.quiet of every verbs worker: the cross-node start (--pattern), then the node
+ * leader reads its devices' counters (nobody moves data at either). */
 static int vb_worker_quiet(void *tctx, uint64_t msg_size_bytes, bool after)
 {
 	struct vb_worker *w = tctx;
+	int rc = !after && w->p->pattern ? vb_xstart_before(w) : 0;
 
+	if (rc)
+		return rc;
 	return w->counters ? vb_counters_edge(w->counters, msg_size_bytes, after) : 0;
 }
 
@@ -379,7 +389,8 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 	struct pb_engine_role role = {
 		.measuring = w->measuring, .leader = w->member == 0 && w->side == VB_CLIENT,
 		.pair_id = w->pair, .cpu = rep->cpu, .numa_node = rep->numa_node, .host = w->host,
-		.peer = p->scan ? p->peer_name : w->peer,  /* a scan's rows name the peer's node */
+		/* a scan's and a pattern's rows name the peer's node */
+		.peer = p->scan ? p->peer_name : p->pattern ? p->pat[w->member].peer_name : w->peer,
 	};
 	struct pb_sink sink = {
 		.csv = role.leader ? L->csv : NULL,
@@ -391,7 +402,12 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 	int rc;
 
 	/* Every process takes part in the quiet moments (their barriers); the leader reads counters. */
-	ops.quiet = L->counters ? vb_worker_quiet : NULL;
+	ops.quiet = L->counters || p->pattern ? vb_worker_quiet : NULL;
+	if (p->pattern) {
+		/* one call around the test's timed op (outside its loop): the row's start flag */
+		w->xs_timed = ops.timed;
+		ops.timed = vb_xstart_timed;
+	}
 	if (role.leader && L->counters) {
 		const char *names[VB_MAX_DEVS];
 
@@ -556,11 +572,13 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 			    L.sh->dev[d].device, (unsigned long long)p->ib_port,
 			    L.sh->dev[d].link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand",
 			    L.sh->dev[d].rate_text, L.sh->dev[d].link_gbit_s, L.sh->dev[d].gid_note,
-			    p->loopback ? "loopback via " : p->side == VB_SERVER ? "server" : "client of ",
-			    p->loopback ? L.loop_ip[d] : p->side == VB_CLIENT ? p->peer_host : "");
+			    p->loopback ? "loopback via " : p->pattern ? "pattern " :
+			    p->side == VB_SERVER ? "server" : "client of ",
+			    p->loopback ? L.loop_ip[d] : p->pattern ? p->pat_label :
+			    p->side == VB_CLIENT ? p->peer_host : "");
 	if (L.sh->ndev > 1 && !p->c.quiet)
 		vb_log_assignment(&L);
-	rc = shm_sync_create(L.members, 64, shm_meet_extra_bytes(p->pairs, L.max_samples), true, &L.sync);
+	rc = shm_sync_create(L.members, 64, shm_meet_extra_bytes(L.ep.pairs, L.max_samples), true, &L.sync);
 	if (rc) {
 		pb_log_error("shared-memory segment for %u processes: %s", L.members, strerror(-rc));
 		goto out;

@@ -53,10 +53,10 @@ static inline const char *vb_output_name(const struct vb_params *p)
 	return p->c.output ? p->c.output : "stdout";
 }
 
-/* The rows' host column: the node's name in --scan-hosts in a scan, else the host name. */
+/* The rows' host column: the node's name in --scan-hosts / --pattern-hosts, else the host name. */
 static inline void vb_host_name(const struct vb_params *p, char *buf, size_t len)
 {
-	if (p->scan) {
+	if (p->scan || p->pattern) {
 		snprintf(buf, len, "%s", p->host_name);
 		return;
 	}

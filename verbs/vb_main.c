@@ -14,6 +14,7 @@
 #include "vb_hdr.h"
 #include "vb_launch.h"
 #include "vb_ops.h"
+#include "vb_patrole.h"
 #include "vb_scan.h"
 
 #include <errno.h>
@@ -156,6 +157,13 @@ static const struct pb_opt vb_opts[] = {
 	  "(A = client) and peer from its rank, the round and --scan-hosts; %r in -o/--env-json = the rank" },
 	{ "scan-hosts", 0, PB_OPT_STRING, offsetof(VB_P, scan_hosts), NULL, 0, 0, NULL, "FILE",
 	  "--scan: the job's nodes, line i = rank i's node: NAME [ADDR] (ADDR to connect to; default NAME)" },
+	/* issue 35: a traffic pattern over K nodes, one launch per node */
+	{ "pattern", 0, PB_OPT_STRING, offsetof(VB_P, pattern), NULL, 0, 0, NULL, "PATTERN",
+	  "flows of a pattern over the job's nodes (pairs, shift:S, bisection, incast[:T], fanout[:T], alltoall, "
+	  "nodes:A-B,..., scan:R; docs/patterns.md): one rank per node (mpirun/srun), --pairs = slots per node; "
+	  "each node runs the client of its outgoing and the server of its incoming flows" },
+	{ "pattern-hosts", 0, PB_OPT_STRING, offsetof(VB_P, pattern_hosts), NULL, 0, 0, NULL, "FILE",
+	  "--pattern: the job's nodes, line i = rank i's node: NAME [ADDR] (as --scan-hosts)" },
 };
 #define VB_NOPTS (sizeof(vb_opts) / sizeof(vb_opts[0]))
 
@@ -187,6 +195,12 @@ static int vb_role(struct vb_params *p)
 	long rank = -1;
 	int rc;
 
+	if (p->pattern)
+		return vb_pattern_role(p);
+	if (p->pattern_hosts) {
+		pb_log_error("--pattern-hosts goes with --pattern");
+		return -EINVAL;
+	}
 	if (p->scan)
 		return vb_scan_role(p);
 	if (p->scan_hosts) {
@@ -438,8 +452,8 @@ int main(int argc, char **argv)
 	}
 	if (vb_params_finish(&p, &res))
 		return PB_EXIT_USAGE;
-	if (p.scan_bye)
-		return PB_EXIT_OK;  /* no pair this round: nothing to measure, no rows */
+	if (p.scan_bye || (p.pattern && !p.pairs))
+		return PB_EXIT_OK;  /* no pair this round / no flow of the pattern: nothing to measure, no rows */
 	if (!p.c.output && fcntl(STDOUT_FILENO, F_GETFL) < 0) {
 		pb_log_error("stdout is closed: nowhere to write the CSV rows (use -o FILE)");
 		return PB_EXIT_USAGE;

@@ -22,11 +22,9 @@
 /* Time the workers get to write their rows and exit after an abort, before SIGKILL. */
 #define VB_GRACE_NS 10000000000ull
 
-static const char *vb_member_side(const struct vb_launch *L, unsigned m)
+static const char *vb_member_side_name(const struct vb_launch *L, unsigned m)
 {
-	if (L->p->loopback)
-		return m < L->p->pairs ? "client" : "server";
-	return L->p->side == VB_SERVER ? "server" : "client";
+	return vb_member_side(L->p, m) == VB_SERVER ? "server" : "client";
 }
 
 /* What /proc says a process is doing, for the watchdog's message. */
@@ -87,7 +85,7 @@ static bool vb_watchdog(struct vb_launch *L, uint64_t now, uint64_t *kill_at)
 		if (now - L->beat_ns[m] <= limit)
 			continue;
 		snprintf(why, sizeof(why), "worker of pair %u (%s, pid %d) made no progress for %.1f s: %s",
-			 m % L->p->pairs, vb_member_side(L, m), L->pid[m], (double)(now - L->beat_ns[m]) / 1e9,
+			 m % L->p->pairs, vb_member_side_name(L, m), L->pid[m], (double)(now - L->beat_ns[m]) / 1e9,
 			 vb_proc_state(L->pid[m]));
 		pb_log_error("%s; stopping the run", why);
 		kill(L->pid[m], SIGKILL);
@@ -117,7 +115,7 @@ static void vb_reaped(struct vb_launch *L, unsigned m, pid_t pid, int st, int *c
 		char why[200];
 
 		snprintf(why, sizeof(why), "worker of pair %u (%s, pid %d) died (%s %d)", m % L->p->pairs,
-			 vb_member_side(L, m), pid, WIFSIGNALED(st) ? "signal" : "exit",
+			 vb_member_side_name(L, m), pid, WIFSIGNALED(st) ? "signal" : "exit",
 			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 		/* A worker the watchdog or the grace period killed was reported already. */
 		if (!L->why[0])
@@ -130,7 +128,7 @@ static void vb_reaped(struct vb_launch *L, unsigned m, pid_t pid, int st, int *c
 		char why[200];
 
 		/* It said why (and aborted the group itself); make sure nobody waits for it. */
-		snprintf(why, sizeof(why), "worker of pair %u (%s) failed", m % L->p->pairs, vb_member_side(L, m));
+		snprintf(why, sizeof(why), "worker of pair %u (%s) failed", m % L->p->pairs, vb_member_side_name(L, m));
 		shm_sync_abort(L->sync, -1, why);
 		/* usage (2) outranks runtime (1): it says what to fix */
 		if (*code == PB_EXIT_OK || (c == PB_EXIT_USAGE && *code == PB_EXIT_RUNTIME))
@@ -182,7 +180,7 @@ int vb_reap(struct vb_launch *L)
 			for (unsigned m = 0; m < L->members; m++)
 				if (L->pid[m] > 0) {
 					pb_log_error("worker of pair %u (%s, pid %d) did not exit %.0f s after the run was stopped: killing it",
-						     m % L->p->pairs, vb_member_side(L, m), L->pid[m], VB_GRACE_NS / 1e9);
+						     m % L->p->pairs, vb_member_side_name(L, m), L->pid[m], VB_GRACE_NS / 1e9);
 					kill(L->pid[m], SIGKILL);
 				}
 			kill_at = UINT64_MAX;
@@ -200,12 +198,12 @@ void vb_complete_rows(struct vb_launch *L)
 {
 	const struct vb_params *p = L->p;
 	struct pb_engine_params ep = L->ep;
-	unsigned want = 1 + (unsigned)p->c.sizes.n * (p->pairs + 1), have = L->sh->csv_progress;
+	unsigned want = 1 + (unsigned)p->c.sizes.n * (ep.pairs + 1), have = L->sh->csv_progress;
 	struct pb_sink sink = { .csv = L->csv };
 	char host[64] = "", why[500];
 
 	if (!L->csv || p->validate || L->sh->csv_errno || have >= want ||
-	    (!p->loopback && p->side == VB_SERVER))
+	    vb_member_side(p, 0) == VB_SERVER)  /* a server-only launch writes no rows */
 		return;
 	vb_host_name(p, host, sizeof(host));
 	/* The first reason anyone gave (the group's abort), else the launcher's. */

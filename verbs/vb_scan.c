@@ -2,6 +2,8 @@
 /* --scan: this rank's node pair, side and peer in one round of a fabric scan (vb_scan.h). */
 #include "vb_scan.h"
 
+#include "vb_nodes.h"
+
 #include "pb_log.h"
 #include "pb_scan.h"
 
@@ -10,125 +12,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VB_SCAN_MAX_NODES 1000000
+struct vb_scan_pick {
+	struct vb_params *p;
+	long self, peer;
+};
 
-int vb_launcher_rank(long *rank, const char **var)
+static int vb_scan_pick(void *ctx, long node, const char *name, const char *addr)
 {
-	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID" };
+	struct vb_scan_pick *k = ctx;
 
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i]);
-		char *end;
-
-		if (!v)
-			continue;
-		errno = 0;
-		*rank = strtol(v, &end, 10);
-		*var = vars[i];
-		if (!*v || *end || errno || *rank < 0) {
-			pb_log_error("%s=%.40s is not a rank (a non-negative integer)", vars[i], v);
-			return -EINVAL;
-		}
-		return 0;
+	/* memcpy of the checked length: snprintf would draw -Wformat-truncation at -O0 */
+	if (node == k->self)
+		memcpy(k->p->host_name, name, strlen(name) + 1);
+	if (node == k->peer) {
+		memcpy(k->p->peer_name, name, strlen(name) + 1);
+		snprintf(k->p->peer_addr, sizeof(k->p->peer_addr), "%s", addr);
 	}
-	return -ENOENT;
+	return 0;
 }
 
-/* The ranks of the job, where the launcher says (Open MPI, Slurm); 0 unknown. */
-static long vb_launcher_size(void)
-{
-	const char *v = getenv("OMPI_COMM_WORLD_SIZE");
-
-	if (!v)
-		v = getenv("SLURM_NTASKS");
-	return v ? strtol(v, NULL, 10) : 0;
-}
-
-/*
- * The host file: one node per line, "NAME [ADDR]" (further words, e.g. an
- * mpirun hostfile's slots=1, ignored; blank lines and # comments skipped).
- * Copies the names and address of lines `self` and `peer` (-1: none) and
- * returns the number of nodes, or -errno after one error line.
- */
+/* The names and address of lines `self` and `peer` (-1: none); the number of nodes, or -errno. */
 static long vb_scan_hosts(struct vb_params *p, long self, long peer)
 {
-	FILE *f = fopen(p->scan_hosts, "r");
-	char line[512];
-	long n = 0;
+	struct vb_scan_pick k = { p, self, peer };
 
-	if (!f) {
-		pb_log_error("cannot open --scan-hosts %s: %s", p->scan_hosts, strerror(errno));
-		return -errno;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		char name[256], addr[256] = "";
-		int words;
-
-		line[strcspn(line, "#")] = '\0';
-		words = sscanf(line, "%255s %255s", name, addr);
-		if (words < 1)
-			continue;
-		if (strlen(name) >= sizeof(p->host_name)) {
-			pb_log_error("--scan-hosts %s: node %ld: name longer than %zu characters", p->scan_hosts, n,
-				     sizeof(p->host_name) - 1);
-			fclose(f);
-			return -EINVAL;
-		}
-		/* memcpy of the checked length: snprintf would draw -Wformat-truncation at -O0 */
-		if (n == self)
-			memcpy(p->host_name, name, strlen(name) + 1);
-		if (n == peer) {
-			memcpy(p->peer_name, name, strlen(name) + 1);
-			snprintf(p->peer_addr, sizeof(p->peer_addr), "%s", words > 1 && !strchr(addr, '=') ? addr : name);
-		}
-		if (++n > VB_SCAN_MAX_NODES)
-			break;
-	}
-	fclose(f);
-	if (n > VB_SCAN_MAX_NODES) {
-		pb_log_error("--scan-hosts %s: more than %d nodes", p->scan_hosts, VB_SCAN_MAX_NODES);
-		return -EINVAL;
-	}
-	return n;
-}
-
-/* path with every %r replaced by rank; a path without %r is refused (ranks would share it). */
-static int vb_scan_path(const char *opt, const char *path, long rank, char *out, size_t len)
-{
-	size_t o = 0;
-
-	if (!strstr(path, "%r")) {
-		pb_log_error("--scan: %s %s names one file for every rank: put %%r in it (the rank)", opt, path);
-		return -EINVAL;
-	}
-	for (const char *s = path; *s; s++) {
-		int n = s[0] == '%' && s[1] == 'r' ? snprintf(out + o, len - o, "%ld", rank)
-						   : snprintf(out + o, len - o, "%c", *s);
-
-		if (n < 0 || (size_t)n >= len - o) {
-			pb_log_error("--scan: %s %s: path too long", opt, path);
-			return -EINVAL;
-		}
-		o += (size_t)n;
-		s += s[0] == '%' && s[1] == 'r';
-	}
-	return 0;
-}
-
-/* --output and --env-json of this rank (%r replaced); 0 or -EINVAL. */
-static int vb_scan_outputs(struct vb_params *p, long rank)
-{
-	if (p->c.output) {
-		if (vb_scan_path("--output", p->c.output, rank, p->scan_output, sizeof(p->scan_output)))
-			return -EINVAL;
-		p->c.output = p->scan_output;
-	}
-	if (p->c.env_json) {
-		if (vb_scan_path("--env-json", p->c.env_json, rank, p->scan_env_json, sizeof(p->scan_env_json)))
-			return -EINVAL;
-		p->c.env_json = p->scan_env_json;
-	}
-	return 0;
+	return vb_hosts_read("--scan-hosts", p->scan_hosts, vb_scan_pick, &k);
 }
 
 /* The round (--scan) and the job's nodes (--scan-hosts): the node count, or -EINVAL. */
@@ -219,7 +127,7 @@ int vb_scan_role(struct vb_params *p)
 		pb_log_info("%s: node %s sits this round out", p->scan_label, p->host_name);
 		return 0;
 	}
-	if (vb_scan_outputs(p, rank))
+	if (vb_rank_outputs(p, "--scan", rank))
 		return -EINVAL;
 	p->server = !client;
 	p->side = client ? VB_CLIENT : VB_SERVER;

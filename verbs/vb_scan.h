@@ -11,13 +11,7 @@
 #define VB_SCAN_H
 
 #include "vb.h"
-
-/*
- * The launcher's rank of this process (OMPI_COMM_WORLD_RANK, PMIX_RANK,
- * SLURM_PROCID, the first one set): 0 with *rank and *var set, -ENOENT when
- * none is set, -EINVAL (logged) when it is not a non-negative integer.
- */
-int vb_launcher_rank(long *rank, const char **var);
+#include "vb_nodes.h"
 
 /*
  * Resolve --scan against the rank and --scan-hosts: p->side, p->peer_host,

@@ -113,7 +113,7 @@ static int vb_check(struct vb_worker *w, uint8_t *b, uint64_t len, uint64_t iter
 
 	if (selftest && iter == 0)
 		b[flip] ^= 0x01;
-	bad = vb_pattern_check(b, len, w->pair, iter);
+	bad = vb_pattern_check(b, len, w->link, iter);
 	if (selftest && iter == 0) {
 		if (bad != (int64_t)flip) {
 			snprintf(w->error, sizeof(w->error),
@@ -128,7 +128,7 @@ static int vb_check(struct vb_worker *w, uint8_t *b, uint64_t len, uint64_t iter
 		snprintf(w->error, sizeof(w->error),
 			 "data mismatch at %llu B, iteration %llu: byte %lld is 0x%02x, expected 0x%02x",
 			 (unsigned long long)len, (unsigned long long)iter, (long long)bad, b[bad],
-			 vb_pattern_byte((uint64_t)bad, w->pair, iter));
+			 vb_pattern_byte((uint64_t)bad, w->link, iter));
 		return -EBADMSG;
 	}
 	return 0;
@@ -177,7 +177,7 @@ static int vb_validate_one(struct vb_worker *w, uint64_t k, bool selftest, unsig
 	switch (w->test->op) {
 	case VB_OP_WRITE:
 		if (client) {
-			vb_pattern_fill((uint8_t *)(uintptr_t)w->sge.addr, w->size, w->pair, k);
+			vb_pattern_fill((uint8_t *)(uintptr_t)w->sge.addr, w->size, w->link, k);
 			rc = vb_post_wait(w);
 		}
 		if (!rc)
@@ -187,7 +187,7 @@ static int vb_validate_one(struct vb_worker *w, uint64_t k, bool selftest, unsig
 		break;
 	case VB_OP_SEND:
 		if (client) {
-			vb_pattern_fill((uint8_t *)(uintptr_t)w->sge.addr, w->size, w->pair, k);
+			vb_pattern_fill((uint8_t *)(uintptr_t)w->sge.addr, w->size, w->link, k);
 			rc = vb_post_wait(w);
 		} else if (!(rc = vb_recv_wait(w, &got))) {
 			rc = vb_check(w, got, w->size, k, selftest, caught);
@@ -195,7 +195,7 @@ static int vb_validate_one(struct vb_worker *w, uint64_t k, bool selftest, unsig
 		break;
 	case VB_OP_READ:
 		if (!client)
-			vb_pattern_fill(tx, w->size, w->pair, k);
+			vb_pattern_fill(tx, w->size, w->link, k);
 		rc = vb_ctrl_sync(w);
 		if (!rc && client && !(rc = vb_post_wait(w)))
 			rc = vb_check(w, (uint8_t *)(uintptr_t)w->sge.addr, w->size, k, selftest, caught);

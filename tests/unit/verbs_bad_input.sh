@@ -60,11 +60,33 @@ scheck "one round, from 1" --scan 1-2 --scan-hosts "$work/hosts"
 scheck "one round, from 1" --scan 0 --scan-hosts "$work/hosts"
 scheck "has rounds 1..3" --scan 4 --scan-hosts "$work/hosts"
 scheck "cannot open --scan-hosts" --scan 1 --scan-hosts "$work/missing"
+scheck "cannot read --scan-hosts $work: Is a directory" --scan 1 --scan-hosts "$work"
+scheck "cannot read --pattern-hosts $work: Is a directory" --pattern incast --pattern-hosts "$work" --pairs 2
 scheck "put %r in it" --scan 1 --scan-hosts "$work/hosts" -o "$work/out.csv"
 printf 'n0\nn1\n' >"$work/hosts2"
 scheck "lists 2 nodes: one rank per node" --scan 1 --scan-hosts "$work/hosts2"
 err=$(env -u OMPI_COMM_WORLD_RANK -u PMIX_RANK -u SLURM_PROCID "$bin" --scan 1 --scan-hosts "$work/hosts" 2>&1 >/dev/null); rc=$?
 case "$rc:$err" in 2:*"no launcher rank"*) ;; *) echo "FAIL: --scan without a rank -> exit $rc: $err"; fail=1 ;; esac
+# --pattern (issue 35: one launch per node, the flows from core/pb_pattern.c): refused before
+# any device is touched; a node with no flow exits 0 without rows
+check "no --scan, --server, --connect or --loopback" --pattern incast --pattern-hosts "$work/hosts"
+check "--pattern-hosts goes with --pattern" --pattern-hosts "$work/hosts"
+scheck "needs --pattern-hosts" --pattern incast
+scheck "unknown --pattern 'ring'" --pattern ring --pattern-hosts "$work/hosts"
+scheck "one pattern per launch" --pattern incast/fanout --pattern-hosts "$work/hosts" --pairs 2
+scheck "needs at least 2 slots per node (--pairs)" --pattern incast --pattern-hosts "$work/hosts"
+scheck "node 3 does not exist" --pattern fanout:3 --pattern-hosts "$work/hosts" --pairs 2
+scheck "needs an even number of nodes; the job has 3" --pattern bisection --pattern-hosts "$work/hosts"
+scheck "3 rounds; pairbench-verbs runs one round per launch" --pattern scan --pattern-hosts "$work/hosts"
+scheck "loaded_lat has its own roles" --test loaded_lat --pairs 2 --pattern incast --pattern-hosts "$work/hosts"
+scheck "lists 2 nodes: one rank per node" --pattern incast --pattern-hosts "$work/hosts2" --pairs 2
+scheck "put %r in it" --pattern incast --pattern-hosts "$work/hosts" --pairs 2 -o "$work/out.csv"
+err=$(OMPI_COMM_WORLD_RANK=2 OMPI_COMM_WORLD_SIZE=3 "$bin" --pattern nodes:0-1 --pattern-hosts "$work/hosts" \
+      -o "$work/idle.%r.csv" 2>&1 >/dev/null); rc=$?
+case "$rc:$err" in 0:*"has no flow in this pattern"*) ;; *) echo "FAIL: --pattern, an idle node -> exit $rc: $err"; fail=1 ;; esac
+[ ! -e "$work/idle.2.csv" ] || { echo "FAIL: an idle node wrote $work/idle.2.csv"; fail=1; }
+err=$(env -u OMPI_COMM_WORLD_RANK -u PMIX_RANK -u SLURM_PROCID "$bin" --pattern incast --pattern-hosts "$work/hosts" 2>&1 >/dev/null); rc=$?
+case "$rc:$err" in 2:*"no launcher rank"*) ;; *) echo "FAIL: --pattern without a rank -> exit $rc: $err"; fail=1 ;; esac
 err=$("$bin" --loopback 2>&1 >&-); rc=$?
 case "$rc:$err" in 2:*"stdout is closed"*) ;; *) echo "FAIL: closed stdout -> exit $rc: $err"; fail=1 ;; esac
 exit $fail

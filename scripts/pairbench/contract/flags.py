@@ -29,6 +29,9 @@ MEASURED_FLAGS: dict[str, str] = {
     "sample_cap": "a latency pair filled its room for samples before the target time",
     "soak_partial": "a soak stopped before its end (Ctrl-C, the sweep's deadline: SIGUSR1): "
                     "its stall columns describe the buckets it measured, not the soak asked for",
+    "cross_node_start": "pairbench-verbs --pattern: this flow's node started more than 2.5 % of "
+                        "the row's window before or after its peer node (measured on one clock "
+                        "through the flow: docs/patterns.md); the flows did not all run together",
 }
 # Flags the driver sets from the port counters pairbench-verbs read around the point's
 # timed window (counters.csv; docs/health.md), on the rows of the device they concern.

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The cross-node start of --pattern (vb_xstart.h).  pairbench-verbs has no communicator:
+ * the flows themselves carry the start.  Each node has passed its barrier; then D times
+ * (D = the diameter of the flows' node graph, core/pb_pattern.c pb_pattern_meet_rounds)
+ * every worker meets its flow's other end (pair sync) and its node's barrier.  After that
+ * every node of the pattern has arrived: a barrier of all nodes, released on each node at
+ * its last node barrier (its "start": shm_sync_release_ns, the same value for every worker
+ * of the node).
+ *
+ * Measured, per flow and point: the clock offset theta = server clock - client clock, from
+ * VB_XSTART_PINGS ping-pongs over the ctrl words (client writes seq at t1, the server
+ * answers with its clock t2, the client reads it at t3: theta = t2 - (t1 + t3) / 2 within
+ * +-(t3 - t1) / 2; the ping with the shortest round trip is kept), then the server's start
+ * S_s (ctrl word 6, followed by a pair sync).  The client's node started
+ * offset = S_c - (S_s - theta) after the server's node (negative: before), within the
+ * bound.  After this both sides pass one more pair sync and the engine's start barrier:
+ * the same few steps on every node.
+ */
+#include "vb_xstart.h"
+
+#include "pb_clock.h"
+#include "pb_flags.h"
+#include "vb_qp.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VB_XSTART_PINGS 8
+#define VB_W_PING 4
+#define VB_W_PONG 5
+#define VB_W_START 6
+
+/* Wait until ctrl word `word` satisfies (value & mask) == want; *value gets it. */
+static int vb_xstart_wait(struct vb_worker *w, unsigned word, uint64_t mask, uint64_t want, uint64_t *value,
+			  const char *what)
+{
+	struct vb_watch wt;
+	int rc = 0;
+
+	vb_watch_start(w, &wt, what, VB_WATCH_PEER);
+	while (((*value = w->ctrl->in[word]) & mask) != want) {
+		if ((rc = vb_watch_spin(w, &wt, what)))
+			return rc;
+	}
+	return vb_watch_end(w, &wt);
+}
+
+/* Client: theta (server - client) of the best ping, its bound (half its round trip). */
+static int vb_xstart_ping(struct vb_worker *w, int64_t *theta, int64_t *bound)
+{
+	uint64_t best = UINT64_MAX;
+	int rc;
+
+	for (int i = 0; i < VB_XSTART_PINGS; i++) {
+		uint64_t seq = ++w->xs_seq, t1 = pb_clock_now_ns(), t2, t3, v;
+
+		if ((rc = vb_ctrl_write(w, VB_W_PING, seq)) ||
+		    (rc = vb_xstart_wait(w, VB_W_PONG, 0xff, seq & 0xff, &v, "the peer (clock ping)")))
+			return rc;
+		t3 = pb_clock_now_ns();
+		t2 = v >> 8;
+		if (t3 - t1 < best) {
+			best = t3 - t1;
+			*theta = (int64_t)t2 - (int64_t)(t1 / 2 + t3 / 2 + (t1 % 2 + t3 % 2) / 2);
+			*bound = (int64_t)(best / 2 + 1);
+		}
+	}
+	return 0;
+}
+
+/* Server: answer each ping with our clock (56 bits of ns, the ping's low byte). */
+static int vb_xstart_pong(struct vb_worker *w)
+{
+	int rc;
+
+	for (int i = 0; i < VB_XSTART_PINGS; i++) {
+		uint64_t seq = ++w->xs_seq, v;
+
+		if ((rc = vb_xstart_wait(w, VB_W_PING, ~0ull, seq, &v, "the peer (clock ping)")) ||
+		    (rc = vb_ctrl_write(w, VB_W_PONG, (pb_clock_now_ns() << 8) | (seq & 0xff))))
+			return rc;
+	}
+	return 0;
+}
+
+int vb_xstart_before(struct vb_worker *w)
+{
+	uint64_t start = 0, theirs = 0;
+	int64_t theta = 0, bound = 0;
+	int rc = 0;
+
+	for (int r = 0; r < w->p->pat_meet_rounds; r++) {
+		if ((rc = vb_ctrl_sync(w)))
+			return rc;
+		rc = shm_sync_barrier(w->sync, w->member, w->timeout_ns, NULL);
+		/* the node's release (its last member's arrival), the same for all its workers */
+		start = shm_sync_release_ns(w->sync);
+		if (rc) {
+			snprintf(w->error, sizeof(w->error), "cross-node start, round %d of %d: node barrier: %s",
+				 r + 1, w->p->pat_meet_rounds, strerror(-rc));
+			return rc;
+		}
+	}
+	if (w->side == VB_CLIENT)
+		rc = vb_xstart_ping(w, &theta, &bound);
+	else
+		rc = vb_xstart_pong(w);
+	if (!rc && w->side == VB_SERVER)
+		rc = vb_ctrl_write(w, VB_W_START, start);
+	if (!rc)
+		rc = vb_ctrl_sync(w);  /* the start word has arrived before the sync's */
+	if (rc || w->side == VB_SERVER)
+		return rc;
+	theirs = w->ctrl->in[VB_W_START];
+	w->xs_offset_ns = (int64_t)start - ((int64_t)theirs - theta);
+	w->xs_bound_ns = bound;
+	return 0;
+}
+
+int vb_xstart_timed(void *tctx, struct pb_timed *t)
+{
+	struct vb_worker *w = tctx;
+	struct vb_worker_report *rep = &w->shared->w[w->member];
+	int rc = w->xs_timed(tctx, t);
+	int64_t off = w->xs_offset_ns, mag = off < 0 ? -off : off;
+
+	if (rc || w->side != VB_CLIENT)
+		return rc;
+	rep->xs_offset_ns = off;
+	rep->xs_bound_ns = w->xs_bound_ns;
+	if (mag > (rep->xs_offset_max_ns < 0 ? -rep->xs_offset_max_ns : rep->xs_offset_max_ns))
+		rep->xs_offset_max_ns = off;
+	rep->xs_points++;
+	if (t->end_ns > t->start_ns && (double)mag > VB_XSTART_FLAG_FRACTION * (double)(t->end_ns - t->start_ns))
+		pb_flags_merge(t->flags, sizeof(t->flags), "cross_node_start");
+	return 0;
+}
