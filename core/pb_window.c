@@ -48,3 +48,26 @@ int pb_window_check(const struct pb_common_params *c, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+int pb_window_check_time_opts(const struct pb_common_params *c, const struct pb_opt *table,
+			      size_t n, const struct pb_opts_result *res, char *err, size_t errlen)
+{
+	static const char *const time_opts[] = { "bw-seconds", "lat-seconds", "lat-samples" };
+
+	if (!c->iterations && !(c->duration_s > 0))
+		return 0;
+	for (size_t i = 0; i < sizeof(time_opts) / sizeof(time_opts[0]); i++) {
+		if (!pb_opts_given(table, n, res, time_opts[i]))
+			continue;
+		if (c->iterations)
+			snprintf(err, errlen,
+				 "--%s applies without -n/-D (the default timing); -n/--iterations %llu decides the point's length: drop one of them",
+				 time_opts[i], (unsigned long long)c->iterations);
+		else
+			snprintf(err, errlen,
+				 "--%s applies without -n/-D (the default timing); -D/--duration %g decides the point's length: drop one of them",
+				 time_opts[i], c->duration_s);
+		return -EINVAL;
+	}
+	return 0;
+}

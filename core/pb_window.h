@@ -22,6 +22,7 @@
 #define PB_WINDOW_H
 
 #include "pb_common.h"
+#include "pb_opts.h"
 #include "pb_test_info.h"
 
 #include <stdbool.h>
@@ -56,5 +57,14 @@ void pb_window_plan(const struct pb_common_params *c, const struct pb_test_info 
 
 /* -n and -D together: 0, or -EINVAL with one message in err (exit code 2). */
 int pb_window_check(const struct pb_common_params *c, char *err, size_t errlen);
+
+/*
+ * The default mode's time options (--bw-seconds, --lat-seconds, --lat-samples)
+ * mean nothing beside -n or -D, which decide the point's time instead: one of
+ * them given (by the table's parse result) with -n or -D is -EINVAL with one
+ * message in err (exit code 2), as -n with -D is, never silently ignored.
+ */
+int pb_window_check_time_opts(const struct pb_common_params *c, const struct pb_opt *table,
+			      size_t n, const struct pb_opts_result *res, char *err, size_t errlen);
 
 #endif

@@ -160,7 +160,9 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 			      (pb_opts_given(mp_opts, MP_N_OPTS, res, "stall-fraction") ? PB_SOAK_GIVEN_FRACTION : 0) |
 			      (pb_opts_given(mp_opts, MP_N_OPTS, res, "series") ? PB_SOAK_GIVEN_SERIES : 0);
 
-	if (pb_window_check(&p->c, err, len) || pb_soak_validate(&p->soak, &p->c, &t->info, soak_given, err, len))
+	if (pb_window_check(&p->c, err, len) ||
+	    pb_window_check_time_opts(&p->c, mp_opts, MP_N_OPTS, res, err, len) ||
+	    pb_soak_validate(&p->soak, &p->c, &t->info, soak_given, err, len))
 		return -EINVAL;
 	if (p->halo_neighbours != 4 && p->halo_neighbours != 8)
 		snprintf(err, len, "invalid value for --halo-neighbours: %llu (accepted: 4 or 8)",

@@ -203,7 +203,11 @@ def cmd_badopt(a) -> None:
              (["--test", "msgrate", "--ack-each-window"], 2),
              (["--test", "latency", "--timing", "sometimes"], 2),
              (["--test", "bw", "--timing", "block"], 2),
-             (["--test", "latency", "--timing", "block", "--duration", "0.2"], 2)]
+             (["--test", "latency", "--timing", "block", "--duration", "0.2"], 2),
+             # issue 37: -n/-D with a time option of the default timing (was ignored)
+             (["--test", "latency", "-n", "10", "--lat-seconds", "1"], 2),
+             (["--test", "bw", "-D", "0.2", "--bw-seconds", "1"], 2),
+             (["--test", "latency", "-n", "10", "--lat-samples", "50"], 2)]
     for args, want in cases:
         p = run(a, 2, args, 60)
         errs = [ln for ln in p.stderr.splitlines() if "pairbench-mpi: error:" in ln]
