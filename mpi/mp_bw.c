@@ -2,9 +2,9 @@
 /* bw / bibw / msgrate: one timed block = side A streams n messages of size bytes to B in windows
  * of --window MPI_Isend (bibw: B streams back at once; msgrate: B acks every window), then waits for B's final ack.
  * --buffers fresh: a receive slot per outstanding message; peer: one receive buffer for the window.
- * B posts window k+1's receives before it acknowledges window k (msgrate, --ack-each-window): A cannot
- * send k+1 before that ack, so every message finds its receive posted (matched on arrival, never
- * queued as unexpected and copied twice). */
+ * B acks a window as soon as it completed, then posts the next window's receives (posting them
+ * before the ack put 64 MPI_Irecv between a window's end and its ack: 0.73-0.76 of osu_mbw_mr at
+ * 8 B instead of 1.0; results/manycore-loop-2026-11-28). */
 #include "mp.h"
 
 #include "pb_clock.h"
@@ -157,27 +157,19 @@ int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done)
 	uint64_t remaining = messages, got = 0;
 	bool last;
 
-	/* Acknowledged windows: the next window's receives are posted before the ack (header). */
-	const bool prepost = s->ack_each && !s->bidir;
-	int n = remaining < (uint64_t)W ? (int)remaining : W;
-
-	if (prepost)
-		mp_post_recvs(s, slots, n, s->req);
 	do {
-		int k = prepost ? n : mp_post_recvs(s, slots, n, s->req);
+		int n = remaining < (uint64_t)W ? (int)remaining : W;
+		int k = mp_post_recvs(s, slots, n, s->req);
 
 		for (int j = 0; s->bidir && j < n; j++)
 			MPI_Isend(s->sbuf, count, MPI_BYTE, peer, MP_TAG_DATA, MPI_COMM_WORLD,
 				  &s->req[k++]);
 		MPI_Waitall(k, s->req, s->st);
+		if (s->ack_each)
+			MPI_Send(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD);
 		last = s->st[0].MPI_TAG == MP_TAG_STOP;
 		remaining -= (uint64_t)n;
 		got += (uint64_t)n;
-		n = remaining < (uint64_t)W ? (int)remaining : W;
-		if (prepost && !last)
-			mp_post_recvs(s, slots, n, s->req);
-		if (s->ack_each)
-			MPI_Send(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD);
 	} while (!last);
 	if (!s->ack_each)
 		MPI_Send(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD);
