@@ -204,7 +204,10 @@ static void pb_engine_flag_rows(const struct pb_engine_params *p, struct pb_row 
 
 /*
  * Leader: the scope=node aggregate rows of a point (pb_engine_params.node_aggregates):
- * the pairs grouped by the host that measured them, in order of first appearance.
+ * the pairs grouped by the host that measured them, in order of first appearance.  When
+ * every pair of a host measured towards one peer (a fabric scan's round: one node pair)
+ * the row names that peer, so a reader gets the node pair from this row alone; a host
+ * with pairs towards several peers (fan-out, all-to-all) leaves it empty.
  */
 static int pb_engine_node_rows(const struct pb_engine_params *p, const struct pb_meet_ops *meet,
 			       void *mctx, const struct pb_point_desc *pt, const struct pb_pair_result *res,
@@ -220,6 +223,7 @@ static int pb_engine_node_rows(const struct pb_engine_params *p, const struct pb
 	for (unsigned i = 0; !rc && i < n; i++) {
 		unsigned k = 0;
 		size_t n_pool = 0;
+		bool one_peer = true;
 
 		if (done[i])
 			continue;
@@ -231,6 +235,8 @@ static int pb_engine_node_rows(const struct pb_engine_params *p, const struct pb
 				continue;
 			done[j] = true;
 			sub[k++] = res[j];
+			if (strcmp(res[j].peer, res[i].peer))
+				one_peer = false;
 			if (meet->pair_samples && !res[j].status)
 				meet->pair_samples(mctx, res[j].pair_id, &s, &ns);
 			if (!ns)
@@ -250,6 +256,8 @@ static int pb_engine_node_rows(const struct pb_engine_params *p, const struct pb
 		pb_result_rows(pt, sub, k, pool, n_pool, rows);
 		pb_row_set_str(&rows[k], PB_COL_scope, "node");
 		pb_row_set_str(&rows[k], PB_COL_host, res[i].host);
+		if (one_peer && res[i].peer[0])
+			pb_row_set_str(&rows[k], PB_COL_peer, res[i].peer);
 		pb_engine_flag_rows(p, &rows[k], 1);
 		rc = pb_sink_write(sink, &rows[k], 1);
 	}
@@ -301,6 +309,7 @@ static void pb_engine_fill_result(const struct pb_engine_params *p,
 	r->end_ns = t->end_ns;
 	r->release_ns = release_ns;
 	r->has_bw = t->has_bw;
+	r->soak = t->soak;
 	snprintf(r->host, sizeof(r->host), "%s", role->host ? role->host : "");
 	snprintf(r->peer, sizeof(r->peer), "%s", role->peer ? role->peer : "");
 	snprintf(r->flags, sizeof(r->flags), "%s", t->flags);

@@ -437,6 +437,8 @@ void pb_soak_row_pair(struct pb_row *row, const struct pb_soak_summary *s, uint6
 		pb_row_set_double(row, PB_COL_first_stall_s, (double)s->first_stall_bucket * s->bucket_s);
 	if (s->partial)
 		pb_row_add_flag(row, "soak_partial");
+	if (s->buckets >= 2 && s->p50_msgs == 0)
+		pb_row_add_flag(row, "soak_zero_median");
 }
 
 void pb_soak_agg_init(struct pb_soak_agg *a)
@@ -472,6 +474,7 @@ void pb_soak_agg_add(struct pb_soak_agg *a, const struct pb_soak_summary *s, uin
 	if (s->first_stall_bucket != UINT64_MAX)
 		a->first_s = pb_soak_min(a->first_s, (double)s->first_stall_bucket * s->bucket_s);
 	a->partial |= s->partial != 0;
+	a->zero_median |= s->buckets >= 2 && s->p50_msgs == 0;
 }
 
 /* Infinity (no pair had the value) is an empty cell. */
@@ -498,4 +501,6 @@ void pb_soak_row_aggregate(struct pb_row *row, const struct pb_soak_agg *a)
 	pb_soak_set_finite(row, PB_COL_first_stall_s, a->first_s);
 	if (a->partial)
 		pb_row_add_flag(row, "soak_partial");
+	if (a->zero_median)
+		pb_row_add_flag(row, "soak_zero_median");
 }

@@ -21,7 +21,9 @@
  *                    selection: a few passes over the file, fixed memory)
  *   stall            a maximal run of consecutive buckets whose messages are
  *                    below stall_fraction x p50 (strictly); zero buckets are
- *                    stalls; none when p50 is 0
+ *                    stalls; none when p50 is 0 (then the rows are flagged
+ *                    soak_zero_median: half the buckets or more saw nothing
+ *                    complete, the flow moved in bursts or not at all)
  *   stalls, longest  their count, the longest run, the first one's start
  * scripts/pairbench/analysis/soak.py computes the same from the series
  * (tests/python/test_soak.py holds them equal on real runs).
@@ -231,7 +233,7 @@ struct pb_soak_agg {
 	unsigned n, stalled;
 	double bucket_s, fraction, min_gbit, p1_gbit, p50_gbit, share, longest_s, first_s;
 	uint64_t buckets, stalls;
-	bool partial;
+	bool partial, zero_median;
 };
 void pb_soak_agg_init(struct pb_soak_agg *a);
 void pb_soak_agg_add(struct pb_soak_agg *a, const struct pb_soak_summary *s, uint64_t msg_size_bytes);

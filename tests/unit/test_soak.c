@@ -12,6 +12,7 @@
 #define MS 1000000ull
 
 static struct pb_soak_rec rec;
+static struct pb_row row;
 
 static void test_check(void)
 {
@@ -102,6 +103,15 @@ static void test_stall(void)
 	CHECK_EQ_INT(bucket_at(7).messages, 0);
 	CHECK_EQ_INT(bucket_at(12).messages, 1000);
 	CHECK_EQ_INT(bucket_at(19).messages, 1007);
+	/* The row: 1000 messages of 64 B per 0.1 s bucket = 5.12 Mbit/s; the stall as found. */
+	memset(&row, 0, sizeof(row));
+	pb_soak_row_pair(&row, &s, 64);
+	CHECK_STR(row.cell[PB_COL_bucket_gbit_s_p50], "0.00512");
+	CHECK_STR(row.cell[PB_COL_stalls], "1");
+	CHECK_STR(row.cell[PB_COL_first_stall_s], "0.7");
+	CHECK_STR(row.cell[PB_COL_longest_stall_s], "0.5");
+	CHECK_STR(row.cell[PB_COL_min_bucket_share], "0");
+	CHECK(strstr(row.cell[PB_COL_flags], "soak_zero_median") == NULL);
 	CHECK(pread(rec.fd, &h, sizeof(h), 0) == sizeof(h));
 	CHECK(memcmp(h.magic, PB_SOAK_MAGIC, 8) == 0);
 	CHECK_EQ_INT(h.complete, 1);
@@ -232,6 +242,12 @@ static void test_all_zero(void)
 	CHECK(s.p50_msgs == 0);
 	CHECK_EQ_INT(s.stalls, 0);
 	CHECK_EQ_INT(s.buckets, 2);
+	/* Said in the row: no median to judge stalls against. */
+	memset(&row, 0, sizeof(row));
+	pb_soak_row_pair(&row, &s, 64);
+	CHECK(strstr(row.cell[PB_COL_flags], "soak_zero_median") != NULL);
+	CHECK_STR(row.cell[PB_COL_min_bucket_share], "");
+	CHECK_STR(row.cell[PB_COL_stalls], "0");
 	pb_soak_close(&rec);
 	unlink(path);
 }
