@@ -98,6 +98,18 @@ static void pb_env_vars(FILE *f, const char **vars, size_t n, bool values)
 	}
 }
 
+/*
+ * The driver's per-job folder for Open MPI's own files (scripts/pairbench/runner/ompidirs.py):
+ * a variable holding exactly that folder is the driver's housekeeping, different at every job,
+ * not tuning (a user's own value of the same variable is recorded).
+ */
+static bool pb_env_is_drivers_folder(const char *value)
+{
+	const char *own = getenv("PAIRBENCH_OMPI_DIR");
+
+	return own && *own && !strcmp(value, own);
+}
+
 static void pb_env_tuning(FILE *f)
 {
 	const char *keep[PB_ENV_MAX_VARS], *drop[PB_ENV_MAX_VARS];
@@ -112,7 +124,7 @@ static void pb_env_tuning(FILE *f)
 		snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
 		if (pb_env_family(name) < 0)
 			continue;
-		if (pb_env_is_identity(name)) {
+		if (pb_env_is_identity(name) || pb_env_is_drivers_folder(eq + 1)) {
 			if (nd < PB_ENV_MAX_VARS)
 				drop[nd++] = *e;
 		} else if (nk < PB_ENV_MAX_VARS) {

@@ -6,7 +6,9 @@ runs leave behind) and the shared-memory transport's backing files (`btl_vader_b
 Only for jobs whose ranks all run on this host: on other nodes the folder would not exist,
 and Open MPI would then fall back from shared memory to a network transport without a word.
 A value the user set for either parameter (environment OMPI_MCA_...) is kept as it is: it is
-their tuning, not ours to change."""
+their tuning, not ours to change. The executables' record of the tuning they saw (env json
+"tuning") leaves out a variable whose value is exactly this folder (PAIRBENCH_OMPI_DIR): a
+different folder at every job is no difference of tuning."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from collections.abc import Iterator, MutableMapping
 SESSION = "OMPI_MCA_orte_tmpdir_base"
 BACKING = "OMPI_MCA_btl_vader_backing_directory"
 VARIABLES = (SESSION, BACKING)
+MARKER = "PAIRBENCH_OMPI_DIR"  # the folder, so that the env record can tell it is ours
 PREFIX = "pairbench-ompi-"
 
 
@@ -39,6 +42,7 @@ def private_ompi_dirs(env: MutableMapping[str, str]) -> Iterator[str | None]:
     folder = tempfile.mkdtemp(prefix=PREFIX, dir=_base())
     env[SESSION] = folder
     env[BACKING] = folder
+    env[MARKER] = folder  # the executables' tuning record leaves these out (core/pb_env.c)
     try:
         yield folder
     finally:
