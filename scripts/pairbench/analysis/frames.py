@@ -43,6 +43,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("worst_lat_us_p99", "worst pair latency (p99)", "µs", True),
     Metric("min_pair_bw_gbit_s", "slowest pair bandwidth", "Gbit/s", False),
     Metric("min_pair_bw_share", "slowest pair share", "", False),
+    # A soak's windowed figures (schema version 5; docs/methodology.md "Soak"): the lowest
+    # pair's, on the aggregate row.
+    Metric("bucket_gbit_s_p1", "soak: 1st-percentile bucket bandwidth", "Gbit/s", False),
+    Metric("bucket_gbit_s_min", "soak: lowest bucket bandwidth", "Gbit/s", False),
+    Metric("min_bucket_share", "soak: lowest bucket / median bucket", "", False),
 )}
 
 def test_label(test: str, variant: str = "", layer: str | None = None,

@@ -10,13 +10,16 @@ decision is pairbench.analysis.decide's.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from pairbench.contract.sizes import SIZE_LIST_RULE
 from pairbench.contract.testtable import LAYERS
+from pairbench.errors import UsageError
 from pairbench.runner import launchers
 from pairbench.runner.exeopts import add_exe_arguments
 from pairbench.runner.options import MAX_QPS, SweepOptions, config_from_options
+from pairbench.runner.plan import SOAK_DIR
 from pairbench.runner.rundir import repo_root
 from pairbench.runner.sweep import sweep_to_dir
 
@@ -80,4 +83,27 @@ def run_sweep(ns: argparse.Namespace) -> int:
         # a baseline that shares no point with the sweep: exit 2 now, not after a round
         decide.check_plan(config_from_options(opts, Path("/nonexistent-run-dir"),
                                               repo_root()))
-    return sweep_to_dir(opts, decide)[0]
+    rc, run_dir = sweep_to_dir(opts, decide)
+    if opts.soak_s and run_dir is not None and (run_dir / SOAK_DIR).is_dir():
+        rc = _store_soak(run_dir, rc)
+    return rc
+
+
+def _store_soak(run_dir: Path, rc: int) -> int:
+    """A soak's series files into the run's soak.parquet, and its stalls in one line each
+    (imported here: pyarrow and numpy cost ~1 s of CPU, only a soak needs them)."""
+    from pairbench.analysis import soak
+
+    try:
+        flows = soak.convert(run_dir / SOAK_DIR, run_dir / soak.PARQUET)
+    except (OSError, UsageError) as exc:  # the series files stay for show/report
+        print(f"sweep: the soak's series stay in {run_dir / SOAK_DIR}: {exc}", file=sys.stderr)
+        return rc or 1
+    if flows:
+        print(f"sweep: soak series of {len(flows)} flow(s) -> {run_dir / soak.PARQUET}",
+              file=sys.stderr)
+        for ps in soak.stability(run_dir):
+            print(f"sweep: soak {ps.point} {ps.msg_size_bytes} B: {ps.stalls} stall(s) in "
+                  f"{ps.stalled_flows} of {len(ps.flows)} flow(s), longest {ps.longest_s:g} s"
+                  + (", partial" if ps.partial else ""), file=sys.stderr)
+    return rc

@@ -15,6 +15,7 @@ from pairbench.contract import testtable
 from pairbench.contract.schema import load_metadata
 from pairbench.errors import UsageError
 from pairbench.present import findings
+from pairbench.present import soak as soakout
 from pairbench.present.plot import run_label
 
 
@@ -65,6 +66,10 @@ def render(run: Path, base: Path | None, color: bool, width: int | None) -> str:
         con.print()
     if not found.tests:
         con.print("no ok aggregate row: nothing was measured")
+    stability = soakout.summary_lines(run) if run.is_dir() else []
+    if stability:  # a soak (issue 36; docs/methodology.md "Soak")
+        con.print(Panel("\n".join(f"• {line}" for line in stability),
+                        title="STABILITY (soak)", title_align="left"))
     return buf.getvalue()
 
 

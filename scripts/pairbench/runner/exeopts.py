@@ -62,6 +62,24 @@ def _devices(flag: str, v: str) -> None:
                          "commas (e.g. rxe0,rxe1)")
 
 
+MAX_SOAK_S = 604800.0  # core/pb_soak.h PB_SOAK_OPTS: --soak up to a week
+
+
+def _soak_seconds(flag: str, v: float) -> None:
+    if not (math.isfinite(v) and 0 < v <= MAX_SOAK_S):
+        raise UsageError(f"{flag} {v:g}: expected seconds in (0, {MAX_SOAK_S:g}]")
+
+
+def _bucket_seconds(flag: str, v: float) -> None:
+    if not (math.isfinite(v) and 0.001 <= v <= 3600):
+        raise UsageError(f"{flag} {v:g}: expected seconds in 0.001..3600 (the executables' range)")
+
+
+def _fraction(flag: str, v: float) -> None:
+    if not (math.isfinite(v) and 0.01 <= v <= 0.99):
+        raise UsageError(f"{flag} {v:g}: expected a fraction in 0.01..0.99")
+
+
 def _one_of(*choices: str) -> Callable[[str, str], None]:
     def check(flag: str, v: str) -> None:
         if v not in choices:
@@ -122,6 +140,18 @@ EXE_OPTIONS: tuple[ExeOption, ...] = (
               "buffer or slot per message in flight) or peer (one reused buffer, as OSU, IMB "
               "and perftest); the rows' buffers column says which ran (docs/mpi.md, docs/verbs.md)",
               check=_one_of("fresh", "peer")),
+    ExeOption("--soak", float, "soak: bandwidth and message-rate points run one common window "
+              "of SEC seconds each, counted per bucket (--bucket); stalls per pair in the rows, "
+              "the time series in the run's soak.parquet (docs/methodology.md \"Soak\")",
+              dest="soak_s", layers=("mpi",), check=_soak_seconds,
+              layer_hint="--soak is for --layer mpi for now (pairbench-verbs has no soak yet)"),
+    ExeOption("--bucket", float, "soak: bucket length in seconds (the executables' default "
+              "0.1); --soak must be a whole number of buckets", dest="bucket_s",
+              layers=("mpi",), check=_bucket_seconds,
+              layer_hint="--bucket is for --layer mpi (a soak's bucket)"),
+    ExeOption("--stall-fraction", float, "soak: a stall is a run of buckets below this fraction "
+              "of the pair's median bucket (the executables' default 0.5)", layers=("mpi",),
+              check=_fraction, layer_hint="--stall-fraction is for --layer mpi (a soak's stalls)"),
     ExeOption("--device", str, "verbs: RDMA devices of every point (pairbench-verbs -d: pairs "
               "round-robin over them; all = every device with an ACTIVE port); per-device "
               "aggregate rows follow (docs/verbs.md)", cli="--devices", dest="devices",
@@ -139,6 +169,21 @@ def _rules(v: Mapping[str, Any]) -> None:
         raise UsageError(f"-n/--iterations {v['iterations']} and -D/--duration "
                          f"{v['duration_s']:g} both given: choose a fixed count or a common "
                          "window")
+    soak, bucket = v.get("soak_s"), v.get("bucket_s")
+    if soak is None and (bucket is not None or v.get("stall_fraction") is not None):
+        raise UsageError(f"{'--bucket' if bucket is not None else '--stall-fraction'} applies "
+                         "to a soak: add --soak SECONDS")
+    if soak is not None:
+        if v.get("iterations") or v.get("duration_s"):
+            raise UsageError("--soak is the window of every point: drop "
+                             + ("-n/--iterations" if v.get("iterations") else "-D/--duration"))
+        n = soak / (bucket if bucket is not None else 0.1)
+        if abs(n - round(n)) > 1e-6 * n:
+            raise UsageError(f"--soak {soak:g} is not a whole number of --bucket "
+                             f"{bucket if bucket is not None else 0.1:g} buckets ({n:.3f}): "
+                             "choose a soak that is")
+        if round(n) < 2:
+            raise UsageError(f"--soak {soak:g}: at least 2 buckets are needed (a median needs 2)")
     if v.get("pin_list") is not None and v.get("pin") != "list":
         raise UsageError("--pin-list is used only with --pin list (add --pin list)")
 

@@ -61,6 +61,10 @@ class Point:
     env_json: str | None  # file written with --env-json (relative); None = not available
     env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     qps: int | None = None  # verbs --qps of this point; None = not given (the executable's 1)
+    soak_s: float = 0.0  # --soak: each size's window (0 = no soak); the point's time is soak-long
+    series: str | None = None  # --soak: prefix (relative) of the flows' series files, --series
+    ompi_dirs: bool = False  # Open MPI's session/backing files in a folder of the point's own
+    #                          (runner/ompidirs.py): every rank on this host
 
     @property
     def qps_cell(self) -> str:
@@ -78,13 +82,24 @@ class Point:
         return self.sides[0]
 
 
+SOAK_DIR = "soak"  # the run directory's folder of the soak series (--series prefixes)
+
+
+def soak_point_s(cfg: SweepConfig) -> float:
+    """How much longer than an ordinary point a soak point runs: its window at every size."""
+    return (cfg.soak_s or 0.0) * len(cfg.sizes)
+
+
 def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
-                env_json: str | None, qps: int | None = None) -> list[str]:
+                env_json: str | None, qps: int | None = None,
+                series: str | None = None) -> list[str]:
     """The executable's own options for one point (common options of both executables)."""
     args = ["--test", test, "--sizes", ",".join(str(s) for s in cfg.sizes), "--pairs", str(pairs)]
     if qps is not None:
         args += ["--qps", str(qps)]
     args += exe_argv(cfg)
+    if series is not None:
+        args += ["--series", series]
     args += ["--timeout", f"{cfg.timeout_s:g}", "--quiet"]
     if csv is not None:
         args += ["--output", csv]
@@ -98,17 +113,22 @@ def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int,
     name = f"r{rep}-{test}-p{pairs}" + (f"-q{qps}" if qps is not None else "")
     raw = f"raw/{name}"
     launcher = launchers.get(cfg)
+    series = f"{SOAK_DIR}/{name}" if cfg.soak_s else None
     if launcher.remote_binary:  # the executable runs elsewhere: its output comes back on stdout
-        csv = env_json = None
+        csv = env_json = series = None
         exe = exe_options(cfg, test, pairs, None, None, qps)
     else:
         csv, env_json = f"{raw}.csv", f"{raw}.env.json"
         exe = [cfg.binary, *exe_options(cfg, test, pairs, f"{cfg.run_dir}/{csv}",
-                                          f"{cfg.run_dir}/{env_json}", qps)]
+                                          f"{cfg.run_dir}/{env_json}", qps,
+                                          f"{cfg.run_dir}/{series}" if series else None)]
+    # A soak point runs its window at every size: the deadline is the executables' --timeout
+    # (every wait) on top of that.
     return Point(index=index, name=name, layer=cfg.layer, test=test, pairs=pairs, repetition=rep,
                  sizes=cfg.sizes, sides=launcher.sides(exe, pairs, raw),
-                 timeout_s=cfg.timeout_s, csv=csv, env_json=env_json, env=launcher.env(),
-                 qps=qps)
+                 timeout_s=cfg.timeout_s + soak_point_s(cfg), csv=csv, env_json=env_json,
+                 env=launcher.env(), qps=qps, soak_s=cfg.soak_s or 0.0, series=series,
+                 ompi_dirs=launcher.private_ompi_dirs())
 
 
 def check_config(cfg: SweepConfig) -> None:

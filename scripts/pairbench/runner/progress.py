@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from types import TracebackType
+
+SOAK_LINE_S = 60.0  # a soak's progress line, without a terminal
 
 
 class SweepProgress:
@@ -47,6 +50,24 @@ class SweepProgress:
             return None
         per_point = (time.monotonic() - self.start) / self.done
         return per_point * (self.total - self.done)
+
+    def soak_tick(self, label: str, point: object) -> Callable[[float], None]:
+        """A soak point's progress while it runs (run_point's tick): elapsed of the point's
+        planned time (its window at every size) and the ETA of the whole sweep, from the
+        points left at the same planned length; a line every SOAK_LINE_S without a terminal."""
+        planned = float(getattr(point, "soak_s", 0.0)) * len(getattr(point, "sizes", ()))
+        last = [0.0]
+
+        def tick(elapsed: float) -> None:
+            left = max(0.0, planned - elapsed) + planned * (self.total - self.done - 1)
+            text = (f"{label}: soak {min(elapsed, planned):.0f} of {planned:.0f} s, "
+                    f"ETA {left:.0f} s")
+            if self._rich is not None and self._task is not None:
+                self._rich.update(self._task, description=text)
+            elif self.enabled and elapsed - last[0] >= SOAK_LINE_S:
+                last[0] = elapsed
+                print(text, file=sys.stderr, flush=True)
+        return tick
 
     def starting(self, label: str) -> None:
         if self._rich is not None and self._task is not None:

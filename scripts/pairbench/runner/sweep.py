@@ -35,7 +35,7 @@ from pairbench.runner.collect import (
 )
 from pairbench.runner.launchers.base import Launcher
 from pairbench.runner.options import SweepOptions, config_from_options
-from pairbench.runner.plan import Point, SweepConfig, check_config, plan_sweep
+from pairbench.runner.plan import SOAK_DIR, Point, SweepConfig, check_config, plan_sweep
 from pairbench.runner.progress import SweepProgress
 from pairbench.runner.run import PointResult, run_point
 from pairbench.runner.rundir import now_iso, prepare_run_dir, repo_root
@@ -216,6 +216,8 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
     A stop signal ends the running point (process group killed) and records the rest as
     not run; meta["interrupted"] then says which signal and which point."""
     (run_dir / "raw").mkdir(exist_ok=True)
+    if any(p.series for p in points):
+        (run_dir / SOAK_DIR).mkdir(exist_ok=True)
     signals = signals or StopSignals()
     data: list[Row] = list(carry or [])
     meta["points"] = meta.get("points", []) if carry else []
@@ -232,7 +234,8 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
                 continue
             prog.starting(label)
             grace = min(10.0, max(1.0, 0.1 * p.timeout_s))
-            res = run_point(p, run_dir, grace_s=grace, stop=signals.stopped)
+            res = run_point(p, run_dir, grace_s=grace, stop=signals.stopped,
+                            tick=prog.soak_tick(label, p) if p.soak_s else None)
             tries: list[dict] = []
             while len(tries) < START_RETRIES and died_at_start(res, run_dir):
                 tries.append(keep_try(res, run_dir, len(tries) + 1))
@@ -241,6 +244,18 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
                       f"{START_RETRIES + 1}; that try's files: *.try{len(tries)})",
                       file=sys.stderr, flush=True)
                 res = run_point(p, run_dir, grace_s=grace, stop=signals.stopped)
+            if res.interrupted and signals.received is not None and res.soft_stopped:
+                kept = partial_soak(res, run_dir, run_id, signals.name)
+                if kept is not None:  # the soak stopped early and wrote what it measured
+                    data += kept
+                    meta["points"].append({**point_record(res, run_dir, None),
+                                           "status": "interrupted", "partial_soak": True})
+                    stop_reason = interrupt(meta, signals.received, p.name)
+                    atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
+                    atomic_write_json(run_dir / "metadata.json", meta)
+                    prog.finished(label, f"interrupted by {signals.name}: partial soak kept",
+                                  res.elapsed_s)
+                    continue
             if res.interrupted and signals.received is not None:
                 why = (f"interrupted by {signals.name} while this point ran (process group "
                        "killed)")
@@ -267,12 +282,30 @@ def execute(cfg: SweepConfig, points: list[Point], run_dir: Path, run_id: str, m
                 stop_reason = f"not run: --fail-fast after {p.name} failed ({reason})"
     meta["pinning"] = {r["name"]: placement_of(r.get("env_record"), cfg.layer)
                        for r in meta["points"] if "env_record" in r}
+    # the host canary of every point (core/pb_canary.c; analysis/canary.py judges it)
+    meta["host_canary"] = {r["name"]: r["env_record"]["host_canary"] for r in meta["points"]
+                           if isinstance(r.get("env_record"), dict)
+                           and isinstance(r["env_record"].get("host_canary"), dict)}
     # verbs: every device a point used, with firmware, PCIe link and NUMA node (its
     # --env-json "devices"; docs/verbs.md)
     meta["devices"] = {r["name"]: r["env_record"]["devices"] for r in meta["points"]
                        if isinstance(r.get("env_record"), dict)
                        and isinstance(r["env_record"].get("devices"), list)}
     return data
+
+
+def partial_soak(res: PointResult, run_dir: Path, run_id: str, signame: str) -> list[Row] | None:
+    """The rows of a soak point stopped early (run_point's soft stop), when it wrote them:
+    every row ok (flagged soak_partial by the executable); None otherwise (the caller then
+    records the point as interrupted, and its series files stay for show/report)."""
+    if res.timed_out or any(c != 0 for c in res.exit_codes):
+        return None
+    rows = collect_point(res, run_dir, run_id)
+    if not rows or any(r["status"] != "ok" for r in rows):
+        return None
+    print(f"sweep: {res.point.name}: soak stopped by {signame} after {res.elapsed_s:.0f} s; "
+          "its rows say what was measured (flag soak_partial)", file=sys.stderr, flush=True)
+    return rows
 
 
 def interrupt(meta: dict, signum: int, point: str | None) -> str:
