@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import REPO, cli, sweep
@@ -80,6 +82,23 @@ def test_missing_points_and_error_rows_are_warned(base_run: Path) -> None:
     assert "completion error on QP 7" in w["error_rows"]
 
 
+def test_tail_advice_follows_how_the_point_was_timed(base_run: Path, tmp_path: Path) -> None:
+    """issue 37: the verbs rig's default run (window mode, no -n) had write_bw points
+    flagged tail_dominated, and the findings advised "run without -n". In a common window
+    the advice is stop jitter / an oversubscribed machine; -n only for a count."""
+    run = tmp_path / "win"
+    shutil.copytree(base_run, run)
+    df = pd.read_csv(run / "data.csv", dtype=str, keep_default_na=False)
+    hit = (df["test"] == "write_bw") & (df["pair_id"] == "all") & (df["pairs"] == "2")
+    assert hit.any() and set(df.loc[hit, "window_method"]) == {"window"}
+    df.loc[hit, "flags"] = "tail_dominated"
+    df.to_csv(run / "data.csv", index=False)
+    w = [x.text for x in findings.compute(load_run(run), load_metadata(run)).warnings
+         if x.kind == "tail_dominated"]
+    assert len(w) == 1 and "stop jitter" in w[0] and "oversubscribed" in w[0], w
+    assert "run without -n" not in w[0]
+
+
 def test_a_tail_dominated_fixed_count_is_said_everywhere(base_run: Path,
                                                          tmp_path: Path) -> None:
     """-n with unequal pairs: the aggregate is flagged tail_dominated (docs/methodology.md,
@@ -103,6 +122,8 @@ def test_a_tail_dominated_fixed_count_is_said_everywhere(base_run: Path,
                     'test = "write_bw"\nmin_fairness = 0.01\n')
     acc = cli("accept", str(run), "--spec", str(spec))
     assert "aggregate tail-dominated" in acc.stdout + acc.stderr, acc.stdout
+    assert "run without -n" in acc.stdout + acc.stderr  # a count: -n is the cause
+    assert "run without -n" in w["tail_dominated"]
     base = findings.compute(load_run(base_run), load_metadata(base_run)).warnings
     assert "tail_dominated" not in {x.kind for x in base}
     rep = cli("report", str(base_run), "--out", str(tmp_path / "b.html"))

@@ -23,9 +23,10 @@ MACHINE_FLAGS: dict[str, str] = {
 # Flags a measurement sets on its own row.
 MEASURED_FLAGS: dict[str, str] = {
     "above_link_rate": "bandwidth above the link rate: a measurement error",
-    "tail_dominated": "a fixed count (-n) whose bandwidth pairs ended more than 5 % of the "
-                      "window apart: the aggregate understates what the pairs did together "
-                      "(run without -n: one common window)",
+    "tail_dominated": "the bandwidth pairs ended more than 5 % of the window apart: with a "
+                      "fixed count (-n) the aggregate understates what the pairs did together "
+                      "(run without -n: one common window); in a common window (no -n) it is "
+                      "stop jitter: an oversubscribed or busy machine (tail_advice)",
     "sample_cap": "a latency pair filled its room for samples before the target time",
     "soak_partial": "a soak stopped before its end (Ctrl-C, the sweep's deadline: SIGUSR1): "
                     "its stall columns describe the buckets it measured, not the soak asked for",
@@ -43,6 +44,26 @@ COUNTER_FLAGS: dict[str, str] = {
                          "from elsewhere, or (with error_counters) retransmitted packets",
 }
 EMULATED_PREFIXES = ("rxe", "siw")
+
+
+def tail_advice(window_method: object) -> str:
+    """What a tail_dominated aggregate means and what to do about it, by how its point was
+    timed (its window_method; docs/methodology.md "Windows"). Only a fixed count is cured
+    by dropping -n: in one common window every pair was told to stop at the same deadline,
+    so pairs ending apart is stop jitter (pairs not run at their deadline: more busy
+    processes than CPUs, a busy host, an emulated device), which -n would make worse."""
+    if window_method == "count":
+        return ("a fixed count (-n) whose pairs ended more than 5 % of the window apart: the "
+                "aggregate understates what the pairs did together; run without -n for one "
+                "common window")
+    if window_method in ("window", "target"):
+        return ("one common window (no -n) whose pairs stopped more than 5 % of it apart: "
+                "stop jitter, the pairs were not run at their deadline (an oversubscribed or "
+                "busy machine, an emulated device), not a fixed count's tail; -n would not "
+                "help: fewer pairs than free CPUs, a quiet machine, or a longer window "
+                "(--bw-seconds, -D)")
+    return ("pairs that ended more than 5 % of the window apart: with -n, run without it; "
+            "without -n it is stop jitter (an oversubscribed or busy machine)")
 
 
 def split(cell: object) -> set[str]:

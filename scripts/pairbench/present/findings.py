@@ -31,7 +31,7 @@ from pairbench.analysis.flags import row_flags
 from pairbench.analysis.frames import is_headline, latency_metric
 from pairbench.analysis.gate import gate_lines, run_gate
 from pairbench.contract import testtable
-from pairbench.contract.flags import MACHINE_FLAGS
+from pairbench.contract.flags import MACHINE_FLAGS, tail_advice
 from pairbench.contract.sizes import size_label
 from pairbench.contract.testtable import TestTable
 from pairbench.present import fmt
@@ -160,6 +160,26 @@ def _cpus(meta: dict) -> int | None:
     return ((meta.get("fingerprint") or {}).get("cpu") or {}).get("logical_cpus")
 
 
+def tail_warnings(layer: str, d: pd.DataFrame) -> list[Warning]:
+    """One warning per way of timing (window_method) among the tail-dominated aggregate
+    rows d: the advice is that timing's (contract.flags.tail_advice), never "run without
+    -n" for points that ran without it."""
+    out: list[Warning] = []
+    method = (d["window_method"].fillna("").astype(str) if "window_method" in d.columns
+              else pd.Series("", index=d.index))
+    for m in sorted(method.unique()):
+        g = d[method == m]
+        pts = sorted({(str(t), int(s), int(p)) for t, s, p in
+                      g[["test", "msg_size_bytes", "pairs"]].itertuples(index=False)},
+                     key=lambda k: (k[0], k[2], k[1]))
+        shown = ", ".join(f"{t} {size_label(s)} x {p} pairs" for t, s, p in pts[:4])
+        more = f" and {len(pts) - 4} more" if len(pts) > 4 else ""
+        out.append(Warning("tail_dominated", (
+            f"{layer}: the aggregate of {len(pts)} point(s) is tail-dominated ({shown}{more}): "
+            f"{tail_advice(m)} (flag tail_dominated)")))
+    return out
+
+
 def machine_warnings(df: pd.DataFrame, meta: dict) -> list[Warning]:
     out: list[Warning] = []
     fl = row_flags(df)
@@ -180,18 +200,8 @@ def machine_warnings(df: pd.DataFrame, meta: dict) -> list[Warning]:
         for flag in ("emulated_device", "link_rate_nominal", "link_rate_unknown"):
             if f.map(lambda s, flag=flag: flag in s).any():
                 out.append(Warning(flag, f"{layer}: {MACHINE_FLAGS[flag]} (flag {flag})"))
-        tail = f.map(lambda s: "tail_dominated" in s) & is_headline(d)
-        if tail.any():
-            pts = sorted({(str(t), int(s), int(p)) for t, s, p in
-                          d.loc[tail, ["test", "msg_size_bytes", "pairs"]].itertuples(
-                              index=False)}, key=lambda k: (k[0], k[2], k[1]))
-            shown = ", ".join(f"{t} {size_label(s)} x {p} pairs" for t, s, p in pts[:4])
-            more = f" and {len(pts) - 4} more" if len(pts) > 4 else ""
-            out.append(Warning("tail_dominated", (
-                f"{layer}: the aggregate of {len(pts)} point(s) is tail-dominated: a fixed "
-                f"count (-n) whose pairs ended more than 5 % of the window apart, so the "
-                f"aggregate understates what the pairs did together ({shown}{more}); run "
-                "without -n for one common window (flag tail_dominated)")))
+        out += tail_warnings(layer, d[f.map(lambda s: "tail_dominated" in s)
+                                      & is_headline(d)])
         above = f.map(lambda s: "above_link_rate" in s)
         if above.any():
             out.append(Warning("above_link_rate", (
