@@ -24,6 +24,7 @@
 #include "pb_log.h"
 #include "pb_opts.h"
 #include "vb_dev.h"
+#include "vb_fault.h"
 #include "vb_handshake.h"
 #include "vb_qp.h"
 #include "vb_res.h"
@@ -35,6 +36,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +51,34 @@ struct vb_cm_ev {
 };
 
 /* Next rdma_cm event, within the connect wait's deadline (--timeout from its start). */
+/* Is the channel's fd still the file it was opened as (not closed, not reused by another open)?
+ * 0, or -EBADF with w->error saying what the fd is now. */
+static int vb_cm_channel_check(struct vb_worker *w)
+{
+	struct stat st;
+	int fd = w->ch->fd;
+
+	if (fstat(fd, &st)) {
+		snprintf(w->error, sizeof(w->error), "its rdma_cm event channel (fd %d) was closed under it (%s)", fd,
+			 strerror(errno));
+		return -EBADF;
+	}
+	if ((unsigned long)st.st_rdev != w->ch_rdev || (unsigned long)st.st_ino != w->ch_ino) {
+		snprintf(w->error, sizeof(w->error),
+			 "its rdma_cm event channel (fd %d) was closed under it: the fd is now another file (device %lu:%lu, inode %lu)",
+			 fd, (unsigned long)major(st.st_rdev), (unsigned long)minor(st.st_rdev),
+			 (unsigned long)st.st_ino);
+		return -EBADF;
+	}
+	return 0;
+}
+
+/*
+ * The next rdma_cm event.  A channel that fails (its fd closed or replaced under us: poll's
+ * POLLNVAL, a read that is not "nothing yet", or, checked every second, an fd that is no longer
+ * the file it was opened as) is -EBADF with w->error saying so: never a silent wait until the
+ * deadline (a server whose listen was gone with its channel sat out --timeout without a word).
+ */
 static int vb_cm_wait(struct vb_worker *w, struct vb_watch *wt, struct vb_cm_ev *ev, const char *what)
 {
 	struct rdma_cm_event *e;
@@ -56,8 +87,34 @@ static int vb_cm_wait(struct vb_worker *w, struct vb_watch *wt, struct vb_cm_ev 
 
 	wt->what = what;
 	for (;;) {
-		if (poll(&pfd, 1, 50) > 0 && rdma_get_cm_event(w->ch, &e) == 0)
-			break;
+		int n = poll(&pfd, 1, 50);
+		uint64_t now;
+
+		if (n > 0 && (pfd.revents & POLLNVAL)) {
+			if (!vb_cm_channel_check(w))
+				snprintf(w->error, sizeof(w->error),
+					 "its rdma_cm event channel (fd %d) is not open (poll: POLLNVAL)", pfd.fd);
+			return -EBADF;
+		}
+		if (n > 0) {
+			if (rdma_get_cm_event(w->ch, &e) == 0)
+				break;
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				int err = errno;
+
+				if ((rc = vb_cm_channel_check(w)))
+					return rc;
+				snprintf(w->error, sizeof(w->error), "rdma_get_cm_event on its channel (fd %d): %s",
+					 pfd.fd, strerror(err));
+				return -EBADF;
+			}
+		}
+		now = pb_clock_now_ns();
+		if (now - w->ch_checked_ns >= 1000000000ull) {
+			w->ch_checked_ns = now;
+			if ((rc = vb_cm_channel_check(w)))
+				return rc;
+		}
 		if ((rc = vb_watch_check(w, wt)))
 			return rc;
 	}
@@ -146,6 +203,15 @@ static int vb_cm_channel(struct vb_worker *w)
 		return -ENODEV;
 	}
 	fcntl(w->ch->fd, F_SETFL, fcntl(w->ch->fd, F_GETFL) | O_NONBLOCK);
+	struct stat st;
+
+	if (fstat(w->ch->fd, &st)) {
+		snprintf(w->error, sizeof(w->error), "fstat of the rdma_cm channel: %s", strerror(errno));
+		return -EIO;
+	}
+	w->ch_rdev = (unsigned long)st.st_rdev;
+	w->ch_ino = (unsigned long)st.st_ino;
+	w->ch_checked_ns = pb_clock_now_ns();
 	return 0;
 }
 
@@ -317,14 +383,71 @@ static void vb_reject_stranger(struct vb_worker *w, struct rdma_cm_id *id, const
 	rdma_destroy_id(id);
 }
 
-/* Wait for our client's connect request; strangers are rejected and the wait goes on. */
-static int vb_cm_accept_wait(struct vb_worker *w, struct vb_watch *wt, struct vb_cm_ev *ev)
+/* A listening id on sa, on the worker's channel; 0 or -EIO with w->error. */
+static int vb_cm_listen(struct vb_worker *w, const struct sockaddr_in *sa, const char *bind_ip)
+{
+	if (rdma_create_id(w->ch, &w->listen_id, w, RDMA_PS_TCP)) {
+		snprintf(w->error, sizeof(w->error), "rdma_create_id: %s", strerror(errno));
+		return -EIO;
+	}
+	if (rdma_bind_addr(w->listen_id, (struct sockaddr *)sa) || rdma_listen(w->listen_id, 4)) {
+		snprintf(w->error, sizeof(w->error), "cannot listen on %.64s port %u: %s%s",
+			 bind_ip && *bind_ip ? bind_ip : "*", ntohs(sa->sin_port), strerror(errno),
+			 errno == EADDRINUSE ? " (another server running? use --port)" : "");
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * The channel failed under a waiting server (vb_cm_wait: -EBADF): its listen went with it (the
+ * kernel drops a channel's ids when its file is closed; clients get REJECTED, status 8, "no
+ * listener"). Said, then a new channel and listen on the same address. The old channel and ids
+ * are abandoned, not closed or destroyed: their fd number may belong to another file now.
+ */
+static int vb_cm_relisten(struct vb_worker *w, const struct sockaddr_in *sa, const char *bind_ip)
+{
+	int rc;
+
+	pb_log_warn("pair %u (server): while waiting for a client, %s: its listen on port %u is gone; "
+		    "listening again on a new channel", w->pair, w->error, ntohs(sa->sin_port));
+	w->error[0] = 0;
+	w->ch = NULL;
+	w->listen_id = NULL;
+	if ((rc = vb_cm_channel(w)))
+		return rc;
+	return vb_cm_listen(w, sa, bind_ip);
+}
+
+/* The closecm fault (vb_fault.h): 1 s into the wait, the channel's fd closed and reused. */
+static void vb_cm_fault_close(struct vb_worker *w, uint64_t wait_start_ns, bool *done)
+{
+	if (*done || !vb_fault_on(VB_FAULT_CLOSE_CM) || pb_clock_now_ns() - wait_start_ns < 1000000000ull)
+		return;
+	*done = true;
+	pb_log_info("fault injection: pair %u (server) closes its rdma_cm channel (fd %d) and opens /dev/null",
+		    w->pair, w->ch->fd);
+	close(w->ch->fd);
+	if (open("/dev/null", O_RDONLY) < 0) /* takes the lowest free number: the channel's */
+		pb_log_warn("fault injection: open /dev/null: %s", strerror(errno));
+}
+
+/* Wait for our client's connect request; strangers are rejected and the wait goes on; a failed
+ * channel is said and replaced (vb_cm_relisten). */
+static int vb_cm_accept_wait(struct vb_worker *w, struct vb_watch *wt, struct vb_cm_ev *ev,
+			     const struct sockaddr_in *sa, const char *bind_ip)
 {
 	char why[sizeof(w->error)];
+	uint64_t t0 = pb_clock_now_ns();
+	bool faulted = false;
 	int rc;
 
 	for (;;) {
-		if ((rc = vb_cm_wait(w, wt, ev, "a client to connect")))
+		vb_cm_fault_close(w, t0, &faulted);
+		rc = vb_cm_wait(w, wt, ev, "a client to connect");
+		if (rc == -EBADF && !(rc = vb_cm_relisten(w, sa, bind_ip)))
+			continue;
+		if (rc)
 			return rc;
 		if (ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL && ev->id == w->listen_id) {
 			snprintf(w->error, sizeof(w->error),
@@ -370,20 +493,10 @@ static int vb_cm_server(struct vb_worker *w)
 	struct vb_cm_ev ev;
 	int rc;
 
-	if ((rc = vb_sockaddr(w, bind_ip, port, &sa)))
+	if ((rc = vb_sockaddr(w, bind_ip, port, &sa)) || (rc = vb_cm_listen(w, &sa, bind_ip)))
 		return rc;
-	if (rdma_create_id(w->ch, &w->listen_id, w, RDMA_PS_TCP)) {
-		snprintf(w->error, sizeof(w->error), "rdma_create_id: %s", strerror(errno));
-		return -EIO;
-	}
-	if (rdma_bind_addr(w->listen_id, (struct sockaddr *)&sa) || rdma_listen(w->listen_id, 4)) {
-		snprintf(w->error, sizeof(w->error), "cannot listen on %.64s port %u: %s%s",
-			 bind_ip && *bind_ip ? bind_ip : "*", port, strerror(errno),
-			 errno == EADDRINUSE ? " (another server running? use --port)" : "");
-		return -EIO;
-	}
 	vb_watch_start(w, &wt, "a client to connect", false);
-	if ((rc = vb_cm_accept_wait(w, &wt, &ev)))
+	if ((rc = vb_cm_accept_wait(w, &wt, &ev, &sa, bind_ip)))
 		return rc;
 	if ((rc = vb_res_create(w, w->id->verbs))) {
 		vb_reject(w->id, w->error);

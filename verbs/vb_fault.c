@@ -53,12 +53,18 @@ int vb_fault_point(const struct vb_worker *w, enum vb_phase phase)
  *             so its receive completion precedes ours in the CQ
  *   latedone  a server sleeps 300 ms before its first look at the end of a
  *             stream: across nodes the client then ends its next stream too
+ *   closecm   a server waiting for its client closes its rdma_cm channel's fd
+ *             after 1 s and opens /dev/null, which takes the fd's number (a
+ *             double close elsewhere in the process would do that): the kernel
+ *             drops the channel's ids, the listen with them (clients: REJECTED,
+ *             status 8, "no listener") — the deaf server of docs/failure-modes.md
  */
 bool vb_fault_on(enum vb_fault f)
 {
-	static const char *const names[] = { "latecqe", "latedone" };
+	static const char *const names[] = { "latecqe", "latedone", "closecm" };
 	static const char *const what[] = { "ctrl write completions come 2 ms late",
-					    "servers look at the end of a stream 300 ms late" };
+					    "servers look at the end of a stream 300 ms late",
+					    "a server's rdma_cm channel is closed under it while it waits" };
 	static int on = -1;
 
 	if (on < 0) {

@@ -12,8 +12,8 @@
  * PHASE; ABORT: it stops the group without a word and -ECANCELED is returned (else 0). */
 enum vb_phase { VB_PHASE_CONNECT, VB_PHASE_FINAL };
 int vb_fault_point(const struct vb_worker *w, enum vb_phase phase);
-/* Faults without a signal (PAIRBENCH_FAULT=latecqe|latedone): is f the one asked for? */
-enum vb_fault { VB_FAULT_LATE_CQE, VB_FAULT_LATE_DONE, VB_FAULT_NONE };
+/* Faults without a signal (PAIRBENCH_FAULT=latecqe|latedone|closecm): is f the one asked for? */
+enum vb_fault { VB_FAULT_LATE_CQE, VB_FAULT_LATE_DONE, VB_FAULT_CLOSE_CM, VB_FAULT_NONE };
 bool vb_fault_on(enum vb_fault f);
 
 #endif

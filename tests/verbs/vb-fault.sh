@@ -319,6 +319,27 @@ stray-rping|stray-perftest|stray-tcp) # a stranger connects first: rejected, one
     [ "$(grep -c 'rejected a connection' "$work/s.err")" -ge 1 ] || fail "the server did not log the stranger"
     grep -q ',ok,' "$work/o.csv" || fail "no measured rows"
     ;;
+deafcm)            # the server's rdma_cm channel closed under it while it waits (PAIRBENCH_FAULT=closecm,
+    # 1 s in; /dev/null takes the fd's number): the kernel drops the listen with the channel, as in
+    # the deaf server of docs/failure-modes.md. The server says so at once and listens again on a
+    # new channel; a client started after that connects and measures.
+    PAIRBENCH_FAULT=closecm "$bin" "${common[@]}" --timeout 20 --server -p $port --test write_lat -s 8 -n 20 \
+        -o "$work/s.csv" 2>"$work/s.err" &
+    spid=$!; pids+=("$spid")
+    for _ in {1..100}; do grep -q "listening again" "$work/s.err" && break; nap 0.1; done
+    grep -q "listening again" "$work/s.err" ||
+        { cat "$work/s.err" >&2; fail "the server did not say within 10 s that its channel was closed under it"; }
+    "$bin" "${common[@]}" --timeout 20 --connect "$ip" -p $port --test write_lat -s 8 -n 20 -o "$work/o.csv" 2>"$work/e" &
+    cpid=$!; pids+=("$cpid")
+    wait "$cpid"; rc=$?; wait "$spid"; src=$?
+    cat "$work/s.err" >> "$work/e"
+    late "$work/e"
+    expect_rc 0
+    [ "$src" -eq 0 ] || fail "server exit $src after its channel was replaced"
+    expect_msg "fault injection: pair 0 (server) closes its rdma_cm channel"
+    expect_msg "its rdma_cm event channel (fd [0-9]*) was closed under it: the fd is now another file .*: its listen on port $port is gone; listening again on a new channel"
+    grep -q ',ok,' "$work/o.csv" || fail "no measured rows"
+    ;;
 devfull)           # class 8: -o /dev/full: the leader names the failed write, exit 1, nobody blames a peer
     t0=$(now)
     "$bin" "${common[@]}" --timeout 20 --loopback -p $port --test write_lat -s 8,16 -n 20 -o /dev/full 2>"$work/e"
