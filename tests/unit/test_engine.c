@@ -124,8 +124,11 @@ static const struct pb_pair_label two_devs[PAIRS] = {
 	{ "devA", "gid:1:a", "devA", 1, 10 }, { "devB", "gid:1:b", "devB", 1, 40 },
 	{ "devA", "gid:1:a", "devA", 1, 10 },
 };
-/* Node aggregates (--pattern runs): pairs 0, 1 measured on nodeA, pair 2 on nodeB. */
-static bool g_node_aggregates;
+/*
+ * Node aggregates (--pattern runs): pairs 0, 1 measured on nodeA towards nodeB, pair 2 on
+ * nodeB towards nodeA; g_mixed_peers: pair 1 towards nodeC instead.
+ */
+static bool g_node_aggregates, g_mixed_peers;
 
 static int run_member(struct shm_sync *s, unsigned pair, uint64_t fail_at, FILE *csv)
 {
@@ -151,6 +154,7 @@ static int run_member(struct shm_sync *s, unsigned pair, uint64_t fail_at, FILE 
 		p.pattern = "shift:1";
 		p.node_aggregates = true;
 		role.host = pair < 2 ? "nodeA" : "nodeB";
+		role.peer = pair == 1 && g_mixed_peers ? "nodeC" : pair < 2 ? "nodeB" : "nodeA";
 	}
 	struct fake f = { .pair = pair, .fail_at_size = fail_at, .base_ns = 1000000000ull };
 	struct pb_sink sink = { .csv = csv };
@@ -316,13 +320,39 @@ static void test_node_aggregates(void)
 	CHECK_STR(v, "400");
 	field(lines[5], PB_COL_pattern, v, sizeof(v));
 	CHECK_STR(v, "shift:1");
+	/* every pair of nodeA measured towards nodeB: the node row names its peer */
+	field(lines[5], PB_COL_peer, v, sizeof(v));
+	CHECK_STR(v, "nodeB");
 	/* nodeB: pair 2 alone: 1600 B in 2 ms -> 6.4 Mbit/s; its own latency statistics */
 	field(lines[6], PB_COL_host, v, sizeof(v));
 	CHECK_STR(v, "nodeB");
+	field(lines[6], PB_COL_peer, v, sizeof(v));
+	CHECK_STR(v, "nodeA");
 	field(lines[6], PB_COL_bw_gbit_s, v, sizeof(v));
 	CHECK_STR(v, "0.0064");
 	field(lines[6], PB_COL_lat_us_min, v, sizeof(v));
 	CHECK_STR(v, "3");
+	fclose(csv);
+}
+
+/* A node whose pairs measured towards several peers (fan-out): its node row names none. */
+static void test_node_aggregates_mixed_peers(void)
+{
+	FILE *csv = tmpfile();
+	char v[256];
+	int child_fail;
+
+	g_node_aggregates = g_mixed_peers = true;
+	CHECK_EQ_INT(run_group(PAIRS, 0, csv, &child_fail), 0);
+	g_node_aggregates = g_mixed_peers = false;
+	CHECK_EQ_INT(child_fail, 0);
+	CHECK_EQ_INT(read_lines(csv), 1 + 3 * (PAIRS + 1 + 2));
+	field(lines[5], PB_COL_host, v, sizeof(v));
+	CHECK_STR(v, "nodeA");
+	field(lines[5], PB_COL_peer, v, sizeof(v));
+	CHECK_STR(v, "");
+	field(lines[6], PB_COL_peer, v, sizeof(v));
+	CHECK_STR(v, "nodeA");
 	fclose(csv);
 }
 
@@ -548,6 +578,7 @@ int main(void)
 	test_target_counts();
 	test_all_ok();
 	test_node_aggregates();
+	test_node_aggregates_mixed_peers();
 	test_failing_pair();
 	test_device_aggregates();
 	test_meet_aborted();
