@@ -1,5 +1,5 @@
 """The `pairbench` command line: sweep | plot | compare | noise | accept | report | show |
-screenshot | fabric | default.
+screenshot | fabric | reframe | import | default.
 
 Only the module of the chosen subcommand is imported: `sweep` runs inside the emulated
 VM, where importing pandas or matplotlib alone would cost about a minute.
@@ -29,6 +29,8 @@ SUBCOMMANDS = {
                "pairs: matrix, heatmap, suspect links and nodes"),
     "reframe": ("reframe", "run_reframe", "a run's medians as ReFrame performance values or "
                 "a ReFrame reference table (JSON)"),
+    "import": ("import_", "run_import", "perftest, OSU, IMB or nccl-tests outputs as a run "
+               "directory (docs/import.md)"),
     "default": ("default", "run_default", "the embedded default run (verbs on the Soft-RoCE "
                 "rig, MPI on this node, plots, reports); also `pairbench` alone"),
 }

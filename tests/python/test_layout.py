@@ -26,7 +26,8 @@ from pairbench.runner.scan import FabricConfig
 
 PKG = SCRIPTS / "pairbench"
 # Lower stages first: a module may import its own package and those before it.
-STAGES = ("errors", "io", "contract", "runner", "analysis", "present", "commands", "cli")
+STAGES = ("errors", "io", "contract", "runner", "importers", "analysis", "present", "commands",
+          "cli")
 HEAVY = {"pandas", "numpy", "matplotlib", "scipy"}  # analysis/, present/ only
 
 

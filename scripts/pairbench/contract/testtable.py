@@ -12,6 +12,7 @@ Standard library only: the ctest checkers import it with the system python3.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
@@ -23,6 +24,9 @@ from pairbench.io import procutil
 
 SNAPSHOT = Path(__file__).with_name("test_tables.json")
 LAYERS = ("verbs", "mpi")
+# Layers of runs imported from other tools (`pairbench import`, docs/import.md): a row's
+# layer names its tool, and its test table travels in the run's metadata.json only.
+IMPORTED_LAYERS = ("osu", "perftest", "imb", "nccl-tests")
 KINDS = frozenset({"latency", "bandwidth", "message_rate", "loaded_latency", "collective",
                    "halo"})
 LAT_KINDS = frozenset({"half_rtt", "full_rtt", "op"})
@@ -172,8 +176,9 @@ class TestTable:
         if not isinstance(obj, dict):
             raise TableError(f"{where}: expected a JSON object")
         layer = obj.get("layer")
-        if layer not in LAYERS:
-            raise TableError(f"{where}: layer {layer!r} is not one of {', '.join(LAYERS)}")
+        if layer not in LAYERS + IMPORTED_LAYERS:
+            raise TableError(f"{where}: layer {layer!r} is not one of "
+                             f"{', '.join(LAYERS + IMPORTED_LAYERS)}")
         version = obj.get("schema_version")
         if not isinstance(version, int) or isinstance(version, bool):
             raise TableError(f"{where}: schema_version {version!r} is not an integer")
@@ -269,7 +274,45 @@ def tables_for_run(metadata: Mapping[str, Any] | None) -> dict[str, TestTable]:
     copy = (metadata or {}).get("tests")
     if isinstance(copy, dict) and copy.get("layer") in tables:
         tables[copy["layer"]] = for_run(metadata, copy["layer"])
+    elif isinstance(copy, dict) and copy.get("layer") in IMPORTED_LAYERS:
+        # an imported run's own table (pairbench import); no snapshot to fall back on
+        with contextlib.suppress(TableError):
+            tables[copy["layer"]] = TestTable.from_json(copy, "metadata.json tests")
     return tables
+
+
+# The pairbench test an imported tool's test resembles (`compare --across-tools` matches
+# them; docs/import.md says how their methods differ). Tools' test names as they print them.
+IMPORTED_SAME_AS: Mapping[tuple[str, str], tuple[str, str]] = {
+    ("osu", "osu_latency"): ("mpi", "latency"),
+    ("osu", "osu_bw"): ("mpi", "bw"),
+    ("osu", "osu_bibw"): ("mpi", "bibw"),
+    ("osu", "osu_mbw_mr"): ("mpi", "msgrate"),
+    ("osu", "osu_multi_lat"): ("mpi", "latency"),
+    ("osu", "osu_barrier"): ("mpi", "barrier"),
+    ("osu", "osu_bcast"): ("mpi", "bcast"),
+    ("osu", "osu_reduce"): ("mpi", "reduce"),
+    ("osu", "osu_allreduce"): ("mpi", "allreduce"),
+    ("osu", "osu_gather"): ("mpi", "gather"),
+    ("osu", "osu_scatter"): ("mpi", "scatter"),
+    ("osu", "osu_allgather"): ("mpi", "allgather"),
+    ("osu", "osu_alltoall"): ("mpi", "alltoall"),
+    ("imb", "PingPong"): ("mpi", "latency"),
+    ("imb", "Barrier"): ("mpi", "barrier"),
+    ("imb", "Bcast"): ("mpi", "bcast"),
+    ("imb", "Reduce"): ("mpi", "reduce"),
+    ("imb", "Allreduce"): ("mpi", "allreduce"),
+    ("imb", "Gather"): ("mpi", "gather"),
+    ("imb", "Scatter"): ("mpi", "scatter"),
+    ("imb", "Allgather"): ("mpi", "allgather"),
+    ("imb", "Alltoall"): ("mpi", "alltoall"),
+    ("perftest", "ib_write_lat"): ("verbs", "write_lat"),
+    ("perftest", "ib_read_lat"): ("verbs", "read_lat"),
+    ("perftest", "ib_send_lat"): ("verbs", "send_lat"),
+    ("perftest", "ib_write_bw"): ("verbs", "write_bw"),
+    ("perftest", "ib_read_bw"): ("verbs", "read_bw"),
+    ("perftest", "ib_send_bw"): ("verbs", "send_bw"),
+}
 
 
 def find(test: str, layer: str | None = None,
