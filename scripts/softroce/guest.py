@@ -91,9 +91,14 @@ def only_rxe_provider(conf: str = "/etc/libibverbs.d") -> None:
         log(f"note: no {driver}: libibverbs keeps every provider")
         return
     only = tempfile.mkdtemp(prefix="pb-ibverbs-d-")
+    # mkdtemp makes a 0700 directory: bound over /etc/libibverbs.d it would hide every
+    # provider from all but root, and a verbs run as any other user would say "no RDMA
+    # device found" (issue 37). The copy is as readable as the original: 0755, 0644.
+    os.chmod(only, 0o755)
     with open(driver, encoding="utf-8") as src, \
             open(os.path.join(only, "rxe.driver"), "w", encoding="utf-8") as dst:
         dst.write(src.read())
+    os.chmod(os.path.join(only, "rxe.driver"), 0o644)
     try:
         rdmasys.run_tool("libibverbs: the rxe provider only", ["mount", "--bind", only, conf])
     except rdmasys.StepError as e:  # only slower without it
