@@ -236,9 +236,11 @@ def test_driver_soak_usage_errors(tmp_path: Path) -> None:
     for args, needle in ((["--soak", "2", "--bucket", "0.3"], "whole number"),
                          (["--bucket", "0.5"], "add --soak"),
                          (["--soak", "2", "-n", "10"], "drop -n"),
-                         (["--layer", "verbs", "--soak", "2"], "--layer mpi")):
+                         (["--layer", "verbs", "--soak", "2"], "--layer mpi"),
+                         (["--soak", "2", "--test", "latency"], "not --test latency")):
         layer = [] if "--layer" in args else ["--layer", "mpi"]
-        p = cli("sweep", *layer, "--test", "bw", *args, "--results-dir", str(tmp_path),
+        test = [] if "--test" in args else ["--test", "bw"]
+        p = cli("sweep", *layer, *test, *args, "--results-dir", str(tmp_path),
                 "--no-progress")
         assert p.returncode == 2, (args, p.stderr[-1000:])
         assert needle in p.stderr and "Traceback" not in p.stderr, (args, p.stderr[-1000:])

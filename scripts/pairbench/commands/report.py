@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pairbench.present import soak as soakout
 from pairbench.present.report import write_report
 
 
@@ -16,8 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_report(ns: argparse.Namespace) -> int:
-    write_report(Path(ns.run), Path(ns.base) if ns.base else None,
-                 Path(ns.out) if ns.out else None)
+    run = Path(ns.run)
+    # A soak (issue 36): its stability block (present/soak.py, templates/stability.html.j2).
+    stability = soakout.stability_html(run) if run.is_dir() else None
+    write_report(run, Path(ns.base) if ns.base else None, Path(ns.out) if ns.out else None,
+                 extra=[("Stability (soak)", stability)] if stability else None)
     return 0
-
-

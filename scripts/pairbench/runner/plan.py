@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from pairbench.contract import testtable
 from pairbench.contract.testtable import LAYERS
 from pairbench.errors import UsageError
 from pairbench.runner import launchers
@@ -145,6 +146,12 @@ def check_config(cfg: SweepConfig) -> None:
         raise UsageError("--timeout must be > 0")
     if cfg.qps and cfg.layer != "verbs":
         raise UsageError("--qps is a verbs option (queue pairs per pair)")
+    if cfg.soak_s:  # the executables' rule (core/pb_soak.c), before anything runs
+        for test in cfg.tests:
+            info = testtable.find(test, cfg.layer)
+            if info is not None and info.kind not in testtable.BANDWIDTH_KINDS:
+                raise UsageError(f"--soak applies to the bandwidth and message-rate tests "
+                                 f"(bw, bibw, msgrate), not --test {test}")
 
 
 def plan_sweep(cfg: SweepConfig) -> list[Point]:
