@@ -3,8 +3,8 @@ and a plot per point (report; templates/stability.html.j2), the plot files (plot
 
 The plot: each flow's bucket bandwidth over time, stalls shaded; past HEATMAP_FLOWS flows a
 heat map (flows x time) with the stalls marked. A long soak is drawn from at most
-PLOT_COLUMNS columns per flow, each the minimum of its buckets (a stall never averages away),
-and read one flow at a time (pairbench.analysis.soak: bounded memory).
+PLOT_COLUMNS (heat map: HEATMAP_COLUMNS) columns per flow, each the minimum of its buckets
+(a stall never averages away), and read one flow at a time (analysis/soak.py: bounded memory).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pairbench.contract.sizes import size_label
 
 HEATMAP_FLOWS = 16
 PLOT_COLUMNS = 2000
+HEATMAP_COLUMNS = 600  # no more columns than the image has pixels: none is dropped
 
 
 def _stall_text(ps: PointStability, limit: int = 6) -> str:
@@ -79,7 +80,7 @@ def plot_point(run: Path, ps: PointStability, out: Path) -> Path:
     per = 1
     for r in ps.flows:
         b = soak.flow_buckets(run, r.flow)
-        cols, per = soak.downsample_min(b["messages"], PLOT_COLUMNS)
+        cols, per = soak.downsample_min(b["messages"], HEATMAP_COLUMNS if many else PLOT_COLUMNS)
         gbit = cols * r.rate_gbit
         if many:
             rows.append(gbit)
@@ -100,10 +101,10 @@ def plot_point(run: Path, ps: PointStability, out: Path) -> Path:
         im = ax.imshow(img, aspect="auto", interpolation="nearest", cmap="viridis",
                        extent=(0, width * per * ps.bucket_s, len(rows) - 0.5, -0.5))
         fig.colorbar(im, ax=ax, label="Gbit/s (min per column)")
-        for i, r in enumerate(ps.flows):
-            for s in r.stats.stalls:
-                ax.plot([s.start_s(ps.bucket_s), s.start_s(ps.bucket_s) + s.length_s(ps.bucket_s)],
-                        [i, i], color="red", lw=3, solid_capstyle="butt")
+        for i, r in enumerate(ps.flows):  # a mark at every stall's start, however short
+            starts = [s.start_s(ps.bucket_s) for s in r.stats.stalls]
+            if starts:
+                ax.scatter(starts, [i] * len(starts), marker="|", color="red", s=60, lw=1)
         ax.set_ylabel("pair")
     else:
         ax.set_ylabel("Gbit/s per bucket")
