@@ -239,7 +239,7 @@ struct vb_worker_report {
 	/* --pattern, clients: the cross-node start of the last point and the largest over the
 	 * points (vb_xstart.c): this node's start minus the peer node's, ns, and its bound */
 	int64_t xs_offset_ns, xs_offset_max_ns;
-	int64_t xs_bound_ns;
+	int64_t xs_bound_ns, xs_theta_ns;    /* the bound; the peer's clock minus ours */
 	int32_t xs_points;
 	_Atomic uint64_t beat;   /* heartbeat: bumped at every wait check; the launcher's watchdog reads it */
 	char note[192];
@@ -378,6 +378,7 @@ struct vb_worker {
 	uint64_t xs_seq;          /* clock pings so far (both sides count alike) */
 	int64_t xs_offset_ns;     /* client: this node's start minus the peer node's (this point) */
 	int64_t xs_bound_ns;      /* its error bound: half the best ping's round trip */
+	int64_t xs_theta_ns;      /* the peer's clock minus ours (best ping) */
 	int (*xs_timed)(void *tctx, struct pb_timed *t);  /* the test's own timed op */
 	/* protocol state */
 	uint64_t ctrl_step;

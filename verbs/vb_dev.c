@@ -370,7 +370,9 @@ int vb_dev_probe(const struct vb_params *p, struct vb_shared *sh)
 	if (!list || n == 0) {
 		char msg[200];
 
-		snprintf(msg, sizeof(msg), "no RDMA device found%s (load a driver, or use the Soft-RoCE rig: scripts/softroce-run)",
+		/* The driver's own answer first: a verbs sweep runs in the rig with one option. */
+		snprintf(msg, sizeof(msg),
+			 "no RDMA device found%s (load a driver; without one, the Soft-RoCE rig: pairbench sweep --launcher softroce, or scripts/softroce-run -- COMMAND)",
 			 list ? "" : ": ibv_get_device_list failed");
 		if (list)
 			ibv_free_device_list(list);
@@ -419,9 +421,9 @@ static void vb_env_pattern_member(FILE *f, const struct vb_params *p, const stru
 		x->flow, x->slot, x->peer_node, x->peer_slot);
 	pb_env_str(f, x->peer_name);
 	if (m < p->pat_clients && r->xs_points)
-		fprintf(f, ", \"start_offset_us\": %.3f, \"start_offset_us_max\": %.3f, \"start_offset_bound_us\": %.3f, \"points\": %d",
+		fprintf(f, ", \"start_offset_us\": %.3f, \"start_offset_us_max\": %.3f, \"start_offset_bound_us\": %.3f, \"peer_clock_offset_us\": %.3f, \"points\": %d",
 			(double)r->xs_offset_ns / 1e3, (double)r->xs_offset_max_ns / 1e3, (double)r->xs_bound_ns / 1e3,
-			r->xs_points);
+			(double)r->xs_theta_ns / 1e3, r->xs_points);
 	fputs("}", f);
 }
 

@@ -436,17 +436,24 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 static int vb_worker_main(struct vb_launch *L, unsigned member)
 {
 	struct vb_worker w;
+	char who[128];
 	const char *side;
 	int rc;
 
 	vb_signals_install();
 	rc = vb_worker_init(L, member, &w);
-	side = w.side == VB_CLIENT ? "client" : "server";
+	/* --pattern: messages name the flow and the peer node (a node that died is named) */
+	if (L->p->pattern)
+		snprintf(who, sizeof(who), "%s of flow %u, peer node %d %s", w.side == VB_CLIENT ? "client" : "server",
+			 L->p->pat[member].flow, L->p->pat[member].peer_node, L->p->pat[member].peer_name);
+	else
+		snprintf(who, sizeof(who), "%s", w.side == VB_CLIENT ? "client" : "server");
+	side = who;
 	if (!rc) {
 		(void)vb_fault_point(&w, VB_PHASE_CONNECT);  /* an ABORT here: connect's wait says it */
 		rc = vb_cm_connect(&w);
 		if (rc) {
-			char why[400];
+			char why[560];
 
 			snprintf(why, sizeof(why), "pair %u (%s): connect: %s", w.pair, side, w.error);
 			pb_log_error("%s", why);

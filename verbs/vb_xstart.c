@@ -117,6 +117,7 @@ int vb_xstart_before(struct vb_worker *w)
 	theirs = w->ctrl->in[VB_W_START];
 	w->xs_offset_ns = (int64_t)start - ((int64_t)theirs - theta);
 	w->xs_bound_ns = bound;
+	w->xs_theta_ns = theta;
 	return 0;
 }
 
@@ -131,6 +132,7 @@ int vb_xstart_timed(void *tctx, struct pb_timed *t)
 		return rc;
 	rep->xs_offset_ns = off;
 	rep->xs_bound_ns = w->xs_bound_ns;
+	rep->xs_theta_ns = w->xs_theta_ns;
 	if (mag > (rep->xs_offset_max_ns < 0 ? -rep->xs_offset_max_ns : rep->xs_offset_max_ns))
 		rep->xs_offset_max_ns = off;
 	rep->xs_points++;
