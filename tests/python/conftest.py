@@ -55,7 +55,7 @@ def no_segment_left_in_own_ipc_namespace() -> Iterator[None]:
 # worker instead of once per call (~1 CPU-s each, ~100 calls). The ones that start processes,
 # handle signals or drive a browser (sweep, fabric, default, screenshot) run as a process, as
 # do the tests of process behaviour (closed stdout, signals: they call subprocess themselves).
-IN_PROCESS = frozenset({"compare", "accept", "noise", "show", "plot", "report"})
+IN_PROCESS = frozenset({"compare", "accept", "noise", "show", "plot", "report", "import"})
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,

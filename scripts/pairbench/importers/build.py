@@ -113,7 +113,8 @@ def _variants(items: list[Item]) -> dict[int, str]:
         keys = sorted({k for it in group for k in it.bench.config})
         differ = [k for k in keys if len({it.bench.config.get(k, "") for it in group}) > 1]
         for it in group:
-            out[id(it.bench)] = ",".join(f"{k}={it.bench.config.get(k, '')}" for k in differ)
+            out[id(it.bench)] = ",".join(f"{k}={it.bench.config.get(k) or 'none'}"
+                                         for k in differ)
     return out
 
 

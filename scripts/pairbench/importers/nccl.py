@@ -64,7 +64,7 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
                     bench.config[key] = mm.group(1) if mm.groups() else "yes"
             out.info["header"] = line.lstrip("# ")
             continue
-        m = re.match(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)", line)
+        m = re.match(r"#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)", line)
         if m:
             ranks.add(int(m.group(1)))
             continue

@@ -74,6 +74,7 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
             bench = Bench(test=test, line=no, kind=kind, lat_kind=lat_kind, primary=primary,
                           label=f"OSU {m.group('name').strip()}")
             bench.config["flavour"] = m.group("flavour")
+            bench.config["datatype"] = "MPI_CHAR"  # 5.x prints none: its buffers were chars
             if lat_kind and kind != "collective":
                 bench.pairs = 1 if test == "osu_latency" else None
             elif kind == "bandwidth":
