@@ -9,9 +9,20 @@ two runs differ in a field where both recorded a value and the values differ. A 
 recorded on one side only is listed apart and is never a difference (older runs lack newer
 fields).
 
+Besides these fields (issue 37): the tuning the executables saw, i.e. every environment
+variable of the MPI, PMIx, UCX, verbs-provider and NCCL families their records list (a
+difference names the variable; a variable set in one run and not in the other is a
+difference: "(unset)"; one whose value varies between the points of one run is per-run
+identity and not compared), the Open MPI MCA parameter files in effect (per setting), the
+launcher and its arguments (per point), the executables' build, and the host's own speed
+(analysis/canary.py).
+
 `--expect-change FIELD,...` turns the list into a condition: every difference must be in
 an expected field and every expected field must have changed, else the comparison is
-inconclusive (exit 3) with the reason.  Pure functions of the metadata dicts.
+inconclusive (exit 3) with the reason. A field is one of FIELD_NAMES, a family of variables
+(mpi_env, pmix_env, ucx_env, verbs_env, nccl_env; tuning_env for all), a variable by its
+name, or host. A host canary that moved beyond its noise makes the comparison inconclusive
+even without --expect-change, unless host is expected. Pure functions of the metadata dicts.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pairbench.analysis import canary
 from pairbench.errors import UsageError
 
 Values = dict[str, str]          # place -> value ('' = the host)
@@ -191,6 +203,67 @@ def _pinning(meta: dict) -> Values:
     return out
 
 
+
+def _place_of(meta: dict, rec: dict) -> str:
+    """'' for the driver's host, else the host a record names."""
+    host = rec.get("host")
+    return "" if not host or host == _fp(meta).get("host") else str(host)
+
+
+def _build(meta: dict) -> Values:
+    """The executables' build per host: compiler, build type, C flags and commit, from the
+    records that carry a "build" (executables from before issue 37: not recorded)."""
+    out: dict[str, list[str]] = {}
+    for rec in _env_records(meta):
+        b = rec.get("build")
+        if not isinstance(b, dict):
+            continue
+        text = ", ".join(x for x in (recorded_text(b.get("compiler")),
+                                     recorded_text(b.get("build_type")),
+                                     recorded_text(b.get("c_flags")),
+                                     f"commit {b['commit']}" if b.get("commit") else None) if x)
+        if text:
+            vals = out.setdefault(_place_of(meta, rec), [])
+            if text not in vals:
+                vals.append(text)
+    return {place: " | ".join(v) for place, v in out.items()}
+
+
+_EXE = re.compile(r"(^|/)pairbench-(mpi|verbs)$")
+
+
+def _launcher(meta: dict) -> Values:
+    """Per point (its name without the repetition): the launcher's words before the
+    executable in each side's command line (mpirun --map-by ... -np 4; ssh HOST; nothing
+    for --launcher local), with the run's own directory written RUN."""
+    cfg = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    name = recorded_text(cfg.get("launcher"))
+    binaries = {str(cfg.get(k)) for k in ("binary", "remote_binary") if cfg.get(k)}
+    run_dir = str(cfg.get("run_dir") or "") or None
+    out: Values = {}
+    for p in meta.get("points") or []:
+        if not isinstance(p, dict) or not isinstance(p.get("sides"), list):
+            continue
+        point = _REP.sub("", str(p.get("name") or ""))
+        if not point or point in out:
+            continue
+        words = []
+        for side in p["sides"]:
+            argv = side.get("argv") if isinstance(side, dict) else None
+            if not isinstance(argv, list):
+                continue
+            at = next((i for i, a in enumerate(argv) if str(a) in binaries
+                       or _EXE.search(str(a))), None)
+            if at is None:
+                continue
+            pre = " ".join(str(a) for a in argv[:at])
+            if run_dir:
+                pre = pre.replace(run_dir, "RUN")
+            words.append(pre or f"{name or 'local'}: the executable itself")
+        if words:
+            out[point] = " ; ".join(dict.fromkeys(words))
+    return out
+
 FIELDS: tuple[EnvField, ...] = (
     EnvField("fw_ver", "firmware", _per_device(lambda d: d.get("fw_ver"))),
     EnvField("driver", "RDMA driver", _per_device(_driver)),
@@ -213,6 +286,8 @@ FIELDS: tuple[EnvField, ...] = (
     EnvField("max_read_req", "PCIe MaxReadReq", _per_device(lambda d: d.get("max_read_req"))),
     EnvField("mtu", "active MTU", _per_device(_mtu)),
     EnvField("pinning", "pinning", _pinning),
+    EnvField("launcher", "launcher", _launcher),
+    EnvField("build", "executable build", _build),
 )
 FIELD_NAMES = tuple(f.name for f in FIELDS)
 
@@ -229,20 +304,30 @@ class Change:
     base: str
     new: str
     places: tuple[str, ...]      # () = the host
+    family: str = ""             # a variable's family (mpi_env...), else ''
+    text: str = ""               # the whole line, when the generic one does not fit (host)
 
     def line(self, max_places: int = 6) -> str:
+        if self.text:
+            return self.text
         where = ""
         if self.places:
             shown = ", ".join(self.places[:max_places])
             more = len(self.places) - max_places
             where = f" on {shown}" + (f" and {more} more" if more > 0 else "")
-            if self.field == "pinning":
+            if self.field in ("pinning", "launcher"):
                 where = f" at {shown}" + (f" and {more} more" if more > 0 else "")
         return f"{self.label} {self.base} → {self.new}{where}"
 
     def to_json(self) -> dict:
         return {"field": self.field, "label": self.label, "base": self.base, "new": self.new,
-                "places": list(self.places), "line": self.line(max_places=len(self.places))}
+                "places": list(self.places), "line": self.line(max_places=len(self.places)),
+                **({"family": self.family} if self.family else {})}
+
+    def matches(self, expected: list[str]) -> bool:
+        """Expected by its field, its family, or (a variable) tuning_env."""
+        return (self.field in expected or (bool(self.family) and self.family in expected)
+                or (bool(self.family) and TUNING_ALL in expected))
 
 
 @dataclass
@@ -251,6 +336,8 @@ class EnvDiff:
     one_side: list[str] = field(default_factory=list)   # 'FIELD at PLACE: base only'
     missing: list[str] = field(default_factory=list)    # sides without metadata
     compared: int = 0                                   # (field, place) pairs compared
+    varying: list[str] = field(default_factory=list)    # variables not compared: vary in a run
+    host: canary.HostCheck | None = None
 
     @property
     def fields(self) -> list[str]:
@@ -283,7 +370,141 @@ def diff(base_meta: dict, new_meta: dict) -> EnvDiff:
         for (vb, vn), places in groups.items():
             out.changes.append(Change(f.name, f.label, vb, vn,
                                       tuple(p for p in places if p)))
+    _tuning_changes(base_meta, new_meta, out)
+    _mca_changes(base_meta, new_meta, out)
+    _host_change(base_meta, new_meta, out)
     return out
+
+
+# --- the tuning the executables saw (issue 37) -------------------------------------------
+
+# The families of environment variables the executables record, by the name
+# --expect-change accepts for a whole family: a mirror of pb_env_families in core/pb_env.c
+# (tests/python/test_tuning.py holds them equal through a real record).
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "mpi_env": ("OMPI_", "OPAL_", "PRTE_MCA_", "MPICH_", "MPIR_CVAR_", "HYDRA_", "I_MPI_",
+                "MV2_", "MVP_"),
+    "pmix_env": ("PMIX_", "PMI_"),
+    "ucx_env": ("UCX_", "UCC_", "HCOLL_"),
+    "verbs_env": ("MLX5_", "MLX4_", "RDMAV_", "IBV_", "FI_", "PSM2_", "PSM3_"),
+    "nccl_env": ("NCCL_",),
+}
+TUNING_ALL = "tuning_env"
+UNSET = "(unset)"
+MCA_FIELD = "mca_files"
+HOST_FIELD = "host"
+
+
+EXPECTABLE = (*FIELD_NAMES, MCA_FIELD, *FAMILIES, TUNING_ALL, HOST_FIELD)
+_VARIABLE = re.compile(r"^[A-Z][A-Z0-9]*_[A-Za-z0-9_]+$")
+
+
+def family_of(name: str) -> str:
+    return next((f for f, prefixes in FAMILIES.items() if name.startswith(prefixes)), "")
+
+
+def tuning(meta: dict) -> tuple[dict[str, dict[str, str]], dict[str, set[str]]] | None:
+    """The variables of the families per place: (place -> {name: value} of those with one
+    value over all the run's records of that place, place -> names whose value varied
+    between them (or was unset in some): per-run identity, not compared). None when no
+    record has a "tuning" (a run from before issue 37)."""
+    by_place: dict[str, list[dict]] = {}
+    for rec in _env_records(meta):
+        t = rec.get("tuning")
+        if isinstance(t, dict) and isinstance(t.get("env"), dict):
+            by_place.setdefault(_place_of(meta, rec), []).append(
+                {str(k): str(v) for k, v in t["env"].items()})
+    if not by_place:
+        return None
+    stable: dict[str, dict[str, str]] = {}
+    varying: dict[str, set[str]] = {}
+    for place, envs in by_place.items():
+        names = set().union(*envs)
+        stable[place] = {}
+        varying[place] = set()
+        for n in names:
+            vals = {e.get(n) for e in envs}
+            if len(vals) == 1:
+                stable[place][n] = vals.pop()
+            else:
+                varying[place].add(n)
+    return stable, varying
+
+
+def _tuning_changes(base_meta: dict, new_meta: dict, out: EnvDiff) -> None:
+    tb, tn = tuning(base_meta), tuning(new_meta)
+    if tb is None or tn is None:
+        if (tb is None) != (tn is None):
+            out.one_side.append(f"environment variables: {'base' if tb else 'new'} only")
+        return
+    (sb, vb), (sn, vn) = tb, tn
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    varying: set[str] = set()
+    for place in sorted(sb.keys() & sn.keys(), key=lambda p: (p != "", p)):
+        skip = vb[place] | vn[place]
+        varying |= skip
+        for name in sorted((sb[place].keys() | sn[place].keys()) - skip):
+            b, n = sb[place].get(name, UNSET), sn[place].get(name, UNSET)
+            out.compared += 1
+            if b != n:
+                groups.setdefault((name, b, n), []).append(place)
+    for place in sorted(sb.keys() ^ sn.keys()):
+        out.one_side.append(f"environment variables on {place or 'the host'}: "
+                            f"{'base' if place in sb else 'new'} only")
+    out.varying = sorted(varying)
+    for (name, b, n), places in groups.items():
+        out.changes.append(Change(name, name, b, n, tuple(p for p in places if p),
+                                  family=family_of(name)))
+
+
+def mca_settings(meta: dict) -> dict[str, dict[str, str]] | None:
+    """The MCA parameter files in effect on the driver's host (fingerprint
+    mpi.mca_param_files): path -> {parameter: value}; a file listed but absent has none.
+    None when not recorded."""
+    mpi = _fp(meta).get("mpi")
+    files = mpi.get("mca_param_files") if isinstance(mpi, dict) else None
+    if not isinstance(files, list):
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for f in files:
+        if isinstance(f, dict) and f.get("path"):
+            st = f.get("settings") if isinstance(f.get("settings"), dict) else {}
+            out[str(f["path"])] = {str(k): str(v) for k, v in st.items()}
+    return out
+
+
+def _mca_changes(base_meta: dict, new_meta: dict, out: EnvDiff) -> None:
+    mb, mn = mca_settings(base_meta), mca_settings(new_meta)
+    if mb is None or mn is None:
+        if (mb is None) != (mn is None):
+            out.one_side.append(f"MCA parameter files: {'base' if mb is not None else 'new'} "
+                                "only")
+        return
+    if list(mb) != list(mn):
+        out.changes.append(Change(MCA_FIELD, "MCA parameter files",
+                                  ", ".join(mb) or "none", ", ".join(mn) or "none", ()))
+    for path in dict.fromkeys([*mb, *mn]):
+        b, n = mb.get(path, {}), mn.get(path, {})
+        for key in sorted(b.keys() | n.keys()):
+            out.compared += 1
+            if b.get(key, UNSET) != n.get(key, UNSET):
+                out.changes.append(Change(MCA_FIELD, f"MCA parameter {key}", b.get(key, UNSET),
+                                          n.get(key, UNSET), (path,)))
+
+
+def _host_change(base_meta: dict, new_meta: dict, out: EnvDiff) -> None:
+    h = canary.compare(base_meta, new_meta)
+    out.host = h
+    if h.recorded[0] != h.recorded[1]:
+        out.one_side.append(f"host canary: {'base' if h.recorded[0] else 'new'} only")
+    if not (h.recorded[0] and h.recorded[1]):
+        return
+    out.compared += 1
+    if h.moved:
+        b = sorted(r.cpu_loop_ns for r in h.base)[len(h.base) // 2]
+        n = sorted(r.cpu_loop_ns for r in h.new)[len(h.new) // 2]
+        out.changes.append(Change(HOST_FIELD, "host speed", f"{b:.3g} ns", f"{n:.3g} ns", (),
+                                  text=h.line()))
 
 
 def parse_expected(items: list[str] | None) -> list[str]:
@@ -293,25 +514,40 @@ def parse_expected(items: list[str] | None) -> list[str]:
         for name in (x.strip() for x in item.split(",")):
             if not name:
                 continue
-            if name not in FIELD_NAMES:
+            if name not in EXPECTABLE and not (_VARIABLE.match(name) and family_of(name)):
                 raise UsageError(f"--expect-change: unknown field {name!r} (one of "
-                                 f"{', '.join(FIELD_NAMES)})")
+                                 f"{', '.join(EXPECTABLE)}, or a variable of those "
+                                 "families by its name, e.g. "
+                                 "OMPI_MCA_btl_vader_single_copy_mechanism)")
             names.append(name)
     return list(dict.fromkeys(names))
+
+
+def host_reasons(d: EnvDiff, expected: list[str]) -> list[str]:
+    """The host canary moved beyond its noise and nobody expected it: whatever the verdicts
+    say, they may be the host's, not the adapter's."""
+    if HOST_FIELD in expected:
+        return []
+    return [f"{c.line()}: the gate cannot blame the adapter for what the host did "
+            "(--expect-change host to compare anyway)"
+            for c in d.changes if c.field == HOST_FIELD]
 
 
 def inconclusive_reasons(d: EnvDiff, expected: list[str]) -> list[str]:
     """Why a comparison that expects exactly these changes cannot be read as their effect:
     an environment not recorded, a difference in another field, an expected field that did
-    not change. [] when nothing is expected (the list is then information only)."""
+    not change; and, expected or not, a host canary that moved. Without --expect-change
+    only the host counts (the list is otherwise information only)."""
     if not expected:
-        return []
+        return host_reasons(d, expected)
     if d.missing:
         return [f"{' and '.join(d.missing)} has no environment record (metadata.json with a "
                 "fingerprint): what changed cannot be checked"]
-    reasons = [f"{c.line()}: not expected (--expect-change {','.join(expected)})"
-               for c in d.changes if c.field not in expected]
-    changed = set(d.fields)
+    reasons = host_reasons(d, expected)
+    reasons += [f"{c.line()}: not expected (--expect-change {','.join(expected)})"
+                for c in d.changes if c.field != HOST_FIELD and not c.matches(expected)]
     reasons += [f"{name} did not change (--expect-change {name})"
-                for name in expected if name not in changed]
+                for name in expected if not any(c.field == name or c.family == name
+                                                 or (name == TUNING_ALL and c.family)
+                                                 for c in d.changes)]
     return reasons

@@ -13,8 +13,16 @@ from pairbench.analysis.compare import (
     thresholds_from_args,
     window_method_notes,
 )
-from pairbench.analysis.envdiff import FIELD_NAMES, diff, inconclusive_reasons, parse_expected
+from pairbench.analysis.envdiff import (
+    EXPECTABLE,
+    FIELD_NAMES,
+    HOST_FIELD,
+    diff,
+    inconclusive_reasons,
+    parse_expected,
+)
 from pairbench.analysis.gate import EXIT_INCONCLUSIVE, exit_code, run_gate
+from pairbench.analysis.imported import across_tools
 from pairbench.analysis.load import load_run
 from pairbench.analysis.verdict import (
     FAILED,
@@ -54,7 +62,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the environment changes this comparison is about (e.g. fw_ver for a "
                    "firmware upgrade): any other difference between the runs' environments, or "
                    "an expected one that did not happen, makes it inconclusive (exit 3). "
-                   f"Fields: {', '.join(FIELD_NAMES)}")
+                   f"Fields: {', '.join(EXPECTABLE)}, or a variable of those families by "
+                   "name (e.g. OMPI_MCA_btl_vader_single_copy_mechanism). A host canary that "
+                   "moved makes the comparison inconclusive unless host is expected")
+    p.add_argument("--across-tools", action="store_true",
+                   help="compare runs measured by different tools (imported perftest, OSU, IMB, "
+                   "nccl-tests runs, or pairbench's): refused without it (docs/import.md)")
     p.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     p.add_argument("--markdown", default=None, metavar="FILE", help="also write Markdown here")
     p.add_argument("--json", default=None, metavar="FILE", help="also write JSON here")
@@ -74,6 +87,9 @@ def run_compare(ns: argparse.Namespace) -> int:
     check_expect_change(getattr(ns, "expect_change", []))
     expected = parse_expected(getattr(ns, "expect_change", []))
     base, new = load_run(ns.base), load_run(ns.new)
+    base, new, tool_lines = across_tools(base, new, bool(getattr(ns, "across_tools", False)))
+    for line in tool_lines:
+        print(f"compare: {line}", file=sys.stderr)
     envd = diff(load_metadata(ns.base), load_metadata(ns.new))
     reasons = inconclusive_reasons(envd, expected)
     env_lines = environment_lines(envd, expected, reasons)
@@ -110,6 +126,7 @@ def run_compare(ns: argparse.Namespace) -> int:
     # comparison unattributable, whatever its verdicts: inconclusive, also with
     # --allow-inconclusive, which is about undecided statistics only.
     code = EXIT_INCONCLUSIVE if reasons else exit_code(res, strict, allow)
+    host_moved = HOST_FIELD in envd.fields and HOST_FIELD not in expected
     gate = run_gate(res)
     print(f"compare: gate {gate}{' (allowed)' if allow and gate == GATE_INCONCLUSIVE else ''}; "
           f"{len(res)} comparisons, {count_verdict(res, REGRESSION)} regression(s), "
@@ -119,7 +136,9 @@ def run_compare(ns: argparse.Namespace) -> int:
           f"{int((res['gate'] == GATE_INCONCLUSIVE).sum())} inconclusive, "
           f"{count_verdict(res, NOT_COMPARABLE)} not comparable"
           f"{' (strict)' if strict else ''}"
-          f"{'; environment inconclusive' if reasons else ''}: exit {code}", file=sys.stderr)
+          f"{'; environment inconclusive' if reasons else ''}"
+          f"{' (the host speed changed, not the adapter)' if host_moved else ''}"
+          f": exit {code}", file=sys.stderr)
     return code
 
 

@@ -78,17 +78,21 @@ def environment_lines(d: EnvDiff, expected: list[str], reasons: list[str]) -> li
     elif not d.changes:
         out = [f"what changed: nothing in the environment records ({d.compared} values "
                "compared: firmware, driver, kernel, libraries, CPU, memory, PCIe, link, MTU, "
-               "pinning)"]
+               "pinning, launcher, build, tuning variables, MCA files, host canary)"]
     else:
         out = [f"what changed ({len(d.changes)} difference(s) in the environment records):"]
-        out += [f"  {c.line()}" + ("" if not expected or c.field in expected
+        out += [f"  {c.line()}" + ("" if not expected or c.matches(expected)
                                    else "  [not expected]") for c in d.changes]
+    if d.host is not None and not d.host.moved:  # moved: the line above says it for all
+        out += [f"  flagged: {s.line()}" for s in d.host.slow]
     if expected:
         if reasons:
             out.append(f"environment: INCONCLUSIVE (--expect-change {','.join(expected)}): "
                        + "; ".join(reasons))
         else:
             out.append(f"environment: only the expected change(s) ({', '.join(expected)})")
+    elif reasons:
+        out.append("environment: INCONCLUSIVE (exit 3): " + "; ".join(reasons))
     return out
 
 
@@ -96,6 +100,8 @@ def environment_json(d: EnvDiff, expected: list[str], reasons: list[str]) -> dic
     return {"changes": [c.to_json() for c in d.changes], "fields_changed": d.fields,
             "recorded_on_one_side": d.one_side, "missing": d.missing,
             "values_compared": d.compared, "expected": expected,
+            "not_compared_vary_within_a_run": d.varying,
+            "host_canary": d.host.to_json() if d.host is not None else None,
             "inconclusive": bool(reasons), "reasons": reasons}
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from pairbench import __version__
+from pairbench.analysis import canary
 from pairbench.analysis.compare import Thresholds, compare_frames
 from pairbench.analysis.envdiff import diff as env_diff
 from pairbench.analysis.flags import infer_legacy, row_flags
@@ -240,6 +241,49 @@ def changed_section(base_meta: dict, meta: dict) -> Section:
                               "environment records); the verdicts below include these "
                               "changes.")
         sec.items = [c.line() for c in d.changes]
+    if d.host is not None and not d.host.moved:
+        sec.items += [f"flagged: {s.line()}" for s in d.host.slow]
+    return sec
+
+
+def host_canary_section(meta: dict, base_meta: dict | None = None) -> Section | None:
+    """The host canary per repetition (issue 37): the median CPU-loop time of its points
+    and their longest clock gap; a repetition taken while the host was slow is flagged
+    (analysis/canary.py, docs/compare-and-accept.md "The host canary")."""
+    if base_meta is not None and canary.samples(base_meta) and canary.samples(meta):
+        h = canary.compare(base_meta, meta)
+        sides = [("base", h.base), ("this run", h.new)]
+        slow = {(s.side, s.repetition): s for s in h.slow}
+        key = {"base": "BASE", "this run": "NEW"}
+    else:
+        h = canary.single(meta)
+        if not h.new:
+            return None
+        sides, slow, key = [("this run", h.new)], {(s.side, s.repetition): s
+                                                   for s in h.slow}, {"this run": ""}
+    sec = Section("Host canary")
+    sec.paragraphs.append(
+        "A short probe of the host's own speed, no adapter involved, taken by the executable "
+        "at every point: the time per iteration of a fixed CPU loop and the longest gap "
+        "between two clock reads in a 10 ms spin. A repetition is flagged slow at "
+        f"{h.factor:.2f}× its reference (the base's median with a base, else the run's own; "
+        "at least 1.25×, more when the canary's own repetitions spread more).")
+    if base_meta is not None and h.moved:
+        sec.paragraphs.append(h.line() + ": the comparison is inconclusive, not the "
+                              "adapter's regression.")
+    rows, classes = [], []
+    for side, reps in sides:
+        for r in reps:
+            s = slow.get((key[side], r.repetition))
+            rows.append(([side] if len(sides) > 1 else []) + [
+                str(r.repetition), fmt.num(r.cpu_loop_ns),
+                fmt.num(r.max_gap_us) if r.max_gap_us is not None else "—", str(r.points),
+                f"SLOW ({s.factor:.1f}×)" if s else ""])
+            classes.append("bad" if s else "")
+    head = (["run"] if len(sides) > 1 else []) + [
+        "repetition", "CPU loop (ns per iteration, median of its points)",
+        "longest clock gap (µs)", "points", "flag"]
+    sec.tables.append(Table(head, rows, classes=classes))
     return sec
 
 
@@ -331,7 +375,8 @@ def environment_section(meta: dict) -> Section:
         sec.paragraphs.append("No metadata.json: fingerprint missing.")
         return sec
     sec.paragraphs.append("From metadata.json (which keeps the raw record).")
-    keep = {k: v for k, v in meta.items() if k not in ("points", "pinning", "tests")}
+    keep = {k: v for k, v in meta.items() if k not in ("points", "pinning", "tests",
+                                                      "host_canary")}
     # null in the fingerprint: not found on the machine; elsewhere (config): not set.
     rows = [[k, _env_value(v, "— (not recorded)" if k.startswith("fingerprint") else "—")]
             for k, v in _flatten(keep)]
@@ -411,6 +456,9 @@ def build_report(run: Path, base: Path | None, extra: list[tuple[str, str]] | No
     if base is not None:
         sections.append(changed_section(base_meta, meta))
         sections.append(compare_section(res, cmp_error, str(base)))
+    host = host_canary_section(meta, base_meta if base is not None else None)
+    if host is not None:
+        sections.append(host)
     sections += [Section(t, html=h) for t, h in extra or []]
     sections += [plots_section(runs), environment_section(meta)]
     pin = pinning_section(meta)

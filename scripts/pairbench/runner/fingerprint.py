@@ -7,6 +7,7 @@ read is recorded as null (JSON) — never guessed.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -225,7 +226,45 @@ def package_version(pkg: str, stop: Stop = None) -> str | None:
 def mpi_info(stop: Stop = None) -> dict:
     text = _cmd(["ompi_info", "--version"], stop) or _cmd(["mpirun", "--version"], stop)
     first = text.splitlines()[0].strip() if text else None
-    return {"library_version": first, "mpirun": shutil.which("mpirun")}
+    return {"library_version": first, "mpirun": shutil.which("mpirun"),
+            "mca_param_files": mca_param_files(stop)}
+
+
+def parse_mca_file(text: str) -> dict[str, str]:
+    """The settings of an Open MPI MCA parameter file ('name = value' lines; '#' starts a
+    comment; a later line wins, as Open MPI reads it)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "=" in line:
+            k, v = (x.strip() for x in line.split("=", 1))
+            if k:
+                out[k] = v
+    return out
+
+
+def mca_param_files(stop: Stop = None) -> list[dict] | None:
+    """The MCA parameter files Open MPI reads on this host, in its order (ompi_info's value
+    of mca_base_param_files: $HOME/.openmpi/mca-params.conf, the install's
+    etc/openmpi-mca-params.conf, or what OMPI_MCA_mca_base_param_files says), each with
+    its sha256 and settings (null for a file that does not exist). None without Open MPI."""
+    text = _cmd(["ompi_info", "--param", "mca", "base", "--level", "9", "--parsable"], stop)
+    m = re.search(r"^mca:mca:base:param:mca_base_param_files:value:(.*)$", text or "",
+                  flags=re.M)
+    if m is None:
+        return None
+    out = []
+    for path in (p.strip() for p in re.split(r"[,:]", m.group(1))):
+        if not path:
+            continue
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            out.append({"path": path, "sha256": None, "settings": None})
+            continue
+        out.append({"path": path, "sha256": hashlib.sha256(data).hexdigest(),
+                    "settings": parse_mca_file(data.decode(errors="replace"))})
+    return out
 
 
 def git_info(repo: Path, stop: Stop = None) -> dict:
