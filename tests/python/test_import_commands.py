@@ -1,0 +1,106 @@
+"""show, plot, report, compare (the three-answer gate) and accept on imported runs (issue 38
+item 4); compare's refusal to mix tools is in test_import_compare.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_clean_error, cli
+
+DATA = Path(__file__).resolve().parent / "data" / "import"
+
+
+def imported(tmp: Path, tool: str, *files: Path | str) -> Path:
+    proc = cli("import", "--from", tool, *map(str, files), "--results-dir", str(tmp))
+    assert proc.returncode == 0, proc.stderr
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("imported")
+    perf = DATA / "perftest"
+    osu = sorted((DATA / "osu").glob("7.4-mbw_mr-r*.out"))
+    return {
+        "march": imported(tmp, "perftest", *sorted(perf.glob("march-write_bw-r*.txt"))),
+        "today": imported(tmp, "perftest", *sorted(perf.glob("today-write_bw-r*.txt"))),
+        "march_json": imported(tmp, "perftest", *sorted(perf.glob("json-4.5-0.17-write_bw-*"))),
+        "today_json": imported(tmp, "perftest", *sorted(perf.glob("json-master-write_bw-*"))),
+        "osu": imported(tmp, "osu", *osu),
+        "osu_again": imported(tmp, "osu", *reversed(osu)),
+        "imb": imported(tmp, "imb", *sorted((DATA / "imb").glob("2021.9.1-src_c-pt2pt-r*"))),
+        "nccl": imported(tmp, "nccl-tests", *sorted((DATA / "nccl").glob("all_reduce-J-r*"))),
+    }
+
+
+def gate(proc) -> str:
+    m = re.search(r"compare: gate (regression|no regression|inconclusive)", proc.stderr)
+    assert m, proc.stderr
+    return m.group(1)
+
+
+def test_compare_gives_each_of_the_three_answers(runs: dict[str, Path]) -> None:
+    # March's perftest log vs today's: 64 KiB and 4 KiB ~10 % lower, proven; 1 MiB unchanged
+    proc = cli("compare", str(runs["march"]), str(runs["today"]), "--format", "json")
+    assert proc.returncode == 1 and gate(proc) == "regression"
+    res = json.loads(proc.stdout)
+    verdicts = {(p["msg_size_bytes"], p["metric"]): p["verdict"] for p in res["points"]}
+    assert verdicts[(65536, "bw_gbit_s")] == "regression"
+    assert verdicts[(1048576, "bw_gbit_s")] == "no change"
+    assert {p["n_base"] for p in res["points"]} == {3}
+    # the same from the --out_json files (4.5-0.17's invalid JSON vs master's)
+    proc = cli("compare", str(runs["march_json"]), str(runs["today_json"]))
+    assert proc.returncode == 1 and gate(proc) == "regression"
+    # a run against the same numbers: no regression, proven
+    proc = cli("compare", str(runs["march"]), str(runs["march"]))
+    assert proc.returncode == 0 and gate(proc) == "no regression"
+    # four noisy real OSU repetitions against themselves reordered: too noisy to decide
+    proc = cli("compare", str(runs["osu"]), str(runs["osu_again"]))
+    assert proc.returncode == 3 and gate(proc) == "inconclusive"
+
+
+def test_show_plot_report_on_imported_runs(runs: dict[str, Path], tmp_path: Path) -> None:
+    for name in ("march", "osu", "imb", "nccl"):
+        proc = cli("show", str(runs[name]))
+        assert proc.returncode == 0, proc.stderr
+        assert "imported" in proc.stdout.splitlines()[0]
+        out = tmp_path / name
+        proc = cli("plot", str(runs[name]), "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        assert list(out.glob("*.png")), proc.stdout
+        html = tmp_path / f"{name}.html"
+        proc = cli("report", str(runs[name]), "--out", str(html))
+        assert proc.returncode == 0, proc.stderr
+        text = html.read_text()
+        assert "imported" in text  # the title says so, and the provenance lists each file
+        meta = json.loads((runs[name] / "metadata.json").read_text())
+        for f in meta["imported"]["files"]:
+            assert f["sha256"] in text and Path(f["path"]).name in text
+    html = tmp_path / "vs.html"
+    proc = cli("report", str(runs["today"]), str(runs["march"]), "--out", str(html))
+    assert proc.returncode == 0, proc.stderr
+    assert "regression" in html.read_text()
+
+
+def test_accept_on_imported_runs(runs: dict[str, Path], tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[[min_link_pct]]\ntest = "ib_write_bw"\nmin_pct = 50\n')
+    proc = cli("accept", str(runs["today"]), "--spec", str(spec))
+    assert proc.returncode == 1  # no link rate in a perftest log: link_pct is empty
+    assert "ib_write_bw" in proc.stdout
+    spec.write_text('[[max_latency]]\ntest = "PingPong"\nsize_bytes = [1, 8]\nmax_us = 1e6\n'
+                    'metric = "lat_us_mean"\n')
+    proc = cli("accept", str(runs["imb"]), "--spec", str(spec))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verdict: PASS" in proc.stdout
+    spec.write_text('[[max_latency]]\ntest = "PingPong"\nsize_bytes = 8\nmax_us = 0.001\n'
+                    'metric = "lat_us_mean"\n')
+    proc = cli("accept", str(runs["imb"]), "--spec", str(spec))
+    assert proc.returncode == 1 and "verdict: FAIL" in proc.stdout
+    spec.write_text('[[max_latency]]\ntest = "osu_latency"\nsize_bytes = 8\nmax_us = 1\n')
+    proc = cli("accept", str(runs["imb"]), "--spec", str(spec))
+    assert_clean_error(proc, "unknown test 'osu_latency'")
