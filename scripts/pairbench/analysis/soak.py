@@ -173,8 +173,8 @@ def convert(folder: Path, out: Path, keep: bool = False) -> list[Flow]:
             f = Flow(point=soakfile.point_of(path), test=h.test, msg_size_bytes=h.msg_size_bytes,
                      pairs=h.pairs, pattern=h.pattern, pair_id=h.pair_id, bucket_s=h.bucket_s,
                      buckets=h.buckets, start_unix_ns=h.start_unix_ns, start_ns=h.start_ns,
-                     stall_fraction=h.stall_fraction, partial=h.partial, complete=h.complete,
-                     bidir=h.bidir, host=h.host, peer=h.peer)
+                     stall_fraction=h.stall_fraction, partial=h.partial or not h.complete,
+                     complete=h.complete, bidir=h.bidir, host=h.host, peer=h.peer)
             for start in range(0, max(h.buckets, 1), CHUNK):
                 b = read_series(h, start, CHUNK)
                 n = len(b)
