@@ -195,6 +195,8 @@ baddev)
     cat "$work/e" >&2
     [ $rc -eq $want ] || fail "exit $rc, expected $want"
     [ $want -eq 77 ] || grep -q "unknown device 'no_such_dev0'" "$work/e" || fail "message does not name the device"
+    # no device at all: the message names the driver's own answer (issue 37)
+    [ $want -eq 2 ] || grep -q -- "--launcher softroce" "$work/e" || fail "no-device message does not name --launcher softroce"
     ;;
 noserver)
     need_device
