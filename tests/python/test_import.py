@@ -150,6 +150,11 @@ def test_osu_5x_and_graph_outputs(tmp_path: Path) -> None:
     assert sorted(meta["imported"]["versions"]) == ["5.6.3", "7.4"]
     _, rows, _ = run_import(tmp_path / "b", "osu", OSU / "5.6.3-bcast.out", "--set", "pairs=8")
     assert by_point(rows, "osu_bcast")[(1024, 8)][1]["lat_us_mean"] == "3.4"
+    _, rows, meta = run_import(tmp_path / "i", "osu", OSU / "5.6.3-iallreduce.out", "--set",
+                               "pairs=4")
+    assert by_point(rows, "osu_iallreduce")[(8, 4)][1]["lat_us_mean"] == "5.1"  # Pure Comm.
+    assert meta["imported"]["files"][0]["benchmarks"][0]["not_imported"] == [
+        "Overall(us)", "Compute(us)", "Overlap(%)"]
 
 
 def test_osu_different_configurations_become_variants(tmp_path: Path) -> None:
@@ -197,6 +202,9 @@ def test_perftest_all_sizes_gbits_latency_bidir(tmp_path: Path) -> None:
         "2.43", "5.12", "2.48", "2.49", "0.06", "2.66", "5.12"]
     assert r["lat_kind"] == "full_rtt" and r["flags"] == ""
     assert by_point(rows, "ib_send_lat")[(2, 1)][1]["lat_kind"] == "half_rtt"
+    _, rows, _ = run_import(tmp_path / "d", "perftest", PERF / "write_lat-D.txt")
+    r = by_point(rows, "ib_write_lat")[(2, 1)][1]  # duration mode (-D): the mean only
+    assert (r["lat_us_mean"], r["iterations"], r["flags"]) == ("1.06", "4713221", "block_timed")
     _, rows, meta = run_import(tmp_path / "b", "perftest", PERF / "write_bw-bidir.txt")
     assert meta["imported"]["files"][0]["benchmarks"][0]["config"]["direction"] == \
         "bidirectional"
@@ -288,6 +296,9 @@ def test_imb_collectives_and_2021_banner(tmp_path: Path) -> None:
                             IMB / "2021.3-format-pingpong.out")
     assert by_point(rows, "Barrier")[(0, 2)][1]["lat_us_mean"] == "0.61"
     assert {r["test"] for r in rows} >= {"Allreduce", "Bcast", "Reduce", "PingPong"}
+    _, rows, _ = run_import(tmp_path / "u", "imb", IMB / "2021.3-format-uniband.out")
+    r = by_point(rows, "Uniband")[(2048, 1)][1]
+    assert (r["bw_mbyte_s"], r["msg_rate_per_s"]) == ("9302.61", "4542289")
     _, _, meta = run_import(tmp_path / "b", "imb", IMB / "2021.3-format-pingpong.out")
     assert meta["imported"]["files"][0]["version"] == "2021.3"
 
