@@ -138,6 +138,14 @@ def test_osu_set_pairs_must_agree_with_the_output(tmp_path: Path) -> None:
     assert_clean_error(proc, str(f), "says 1 pair(s)", "--set pairs=4")
 
 
+def test_osu_mpi_messages_after_the_table(tmp_path: Path) -> None:
+    f = tmp_path / "noisy.out"
+    f.write_text((OSU / "7.4-bw-r1.out").read_text() + "[node1:04711] 1 more process has sent "
+                 "help message help-mpi-btl-openib.txt / no active ports found\n")
+    _, rows, _ = run_import(tmp_path, "osu", f)
+    assert len(rows) == len(table(OSU / "7.4-bw-r1.out"))
+
+
 def test_osu_5x_and_graph_outputs(tmp_path: Path) -> None:
     _, rows, meta = run_import(tmp_path, "osu", OSU / "5.6.3-latency.out", OSU / "5.6.3-bibw.out",
                                OSU / "5.6.3-mbw_mr-p2.out", OSU / "7.4-latency-G.out")
@@ -205,6 +213,9 @@ def test_perftest_all_sizes_gbits_latency_bidir(tmp_path: Path) -> None:
     _, rows, _ = run_import(tmp_path / "d", "perftest", PERF / "write_lat-D.txt")
     r = by_point(rows, "ib_write_lat")[(2, 1)][1]  # duration mode (-D): the mean only
     assert (r["lat_us_mean"], r["iterations"], r["flags"]) == ("1.06", "4713221", "block_timed")
+    proc = cli("import", "--from", "perftest", str(PERF / "write_bw.txt"), "--set",
+               "device=mlx5_1", "--results-dir", str(tmp_path / "x"))
+    assert_clean_error(proc, "write_bw.txt:2:", "device mlx5_0", "--set device=mlx5_1")
     _, rows, meta = run_import(tmp_path / "b", "perftest", PERF / "write_bw-bidir.txt")
     assert meta["imported"]["files"][0]["benchmarks"][0]["config"]["direction"] == \
         "bidirectional"

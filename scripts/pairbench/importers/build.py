@@ -94,6 +94,9 @@ def items_of(files: list[Parsed], sets: Mapping[str, str]) -> list[Item]:
                     raise bad(p.path, b.line, f"{b.test}: the output says {pairs} pair(s), "
                               f"--set pairs={want} says otherwise")
                 pairs = want
+            if sets.get("device") and b.device and sets["device"] != b.device:
+                raise bad(p.path, b.line, f"{b.test}: the output says device {b.device}, "
+                          f"--set device={sets['device']} says otherwise")
             if pairs is None:
                 what = "ranks" if b.kind == "collective" else "pairs"
                 raise bad(p.path, b.line, f"{b.test}: the output does not say how many "

@@ -109,8 +109,8 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
             continue
         fields = line.split()
         if not re.fullmatch(r"\d+", fields[0]):
-            if bench.measures and _is_graph(line):
-                continue  # -G tty: a graph of the per-iteration values
+            if bench.measures:
+                continue  # -G tty graphs, MPI's messages after the table (2>&1)
             raise bad(path, no, f"{bench.test}: {line[:60]!r} is not a table row "
                       f"(size then {len(cols)} value(s))")
         if len(fields) != len(cols) + 1:
@@ -151,10 +151,6 @@ def _header(path: Path, no: int, body: str, bench: Bench) -> list[str | None]:
             raise bad(path, no, f"unknown OSU column {n!r}")
     bench.lost = tuple(lost)
     return cols
-
-
-def _is_graph(line: str) -> bool:
-    return not re.search(r"[A-Za-z]{4,}", line) or bool(re.search(r"[|*+]", line))
 
 
 def _measure(path: Path, no: int, fields: list[str], cols: list[str | None],
