@@ -118,6 +118,8 @@ struct vb_params {
 	const char *pattern;
 	const char *pattern_hosts;
 	unsigned pat_clients;
+	bool pat_target;         /* every worker a server, a bandwidth test: the node writes the rows of
+				  * its incoming flows, their windows moved to its clock (vb_xstart.c) */
 	int pat_meet_rounds;     /* cross-node start: rounds of (pair sync, node barrier) (pb_pattern_meet_rounds) */
 	bool pat_one_group;      /* the flows join every node of the pattern (else groups start apart) */
 	char pat_label[256];     /* rows' pattern column: the pattern's canonical name */
@@ -262,9 +264,10 @@ struct vb_shared {
 /* Ctrl words of a worker (in their own MR; the peer writes them). */
 struct vb_ctrl {
 	/* [0] sync step, [1] peer's progress word (peek), [2] and [3] stream done words (vb_done_word);
-	 * --pattern (vb_xstart.c): [4] clock ping, [5] clock pong, [6] the server's start */
-	volatile uint64_t in[8];
-	uint64_t out[8];          /* local sources of ctrl writes; [1] our progress word, read by the peer */
+	 * --pattern (vb_xstart.c): [4] clock ping, [5] clock pong, [6] the server's start,
+	 * [8..12] the client's window on the server's clock, [13] its sequence number */
+	volatile uint64_t in[16];
+	uint64_t out[16];         /* local sources of ctrl writes; [1] our progress word, read by the peer */
 };
 
 #define VB_DONE_SHIFT 40
@@ -376,6 +379,7 @@ struct vb_worker {
 	bool closing;             /* in the final pair sync: no message follows it */
 	/* --pattern: the cross-node start (vb_xstart.c) */
 	uint64_t xs_seq;          /* clock pings so far (both sides count alike) */
+	uint64_t xs_points;       /* windows sent / received so far (both sides count alike) */
 	int64_t xs_offset_ns;     /* client: this node's start minus the peer node's (this point) */
 	int64_t xs_bound_ns;      /* its error bound: half the best ping's round trip */
 	int64_t xs_theta_ns;      /* the peer's clock minus ours (best ping) */

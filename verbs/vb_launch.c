@@ -315,7 +315,7 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 		       p->pattern ? p->pat[member].peer_addr : p->peer_host;
 	w->bind_src = w->side == VB_CLIENT && L->sh->ndev > 1 && w->dev->ipv4[0];
 	rep->dev = (int32_t)vb_member_dev(L, member);
-	w->measuring = w->side == VB_CLIENT;
+	w->measuring = w->side == VB_CLIENT || p->pat_target;
 	w->role = vb_test_role(w->test, w->side, w->pair);
 	w->sync = L->sync;
 	w->timeout_ns = (uint64_t)(p->c.timeout_s * 1e9);
@@ -387,7 +387,7 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 	const struct vb_worker_report *rep = &L->sh->w[w->member];
 	struct pb_engine_params ep = L->ep;
 	struct pb_engine_role role = {
-		.measuring = w->measuring, .leader = w->member == 0 && w->side == VB_CLIENT,
+		.measuring = w->measuring, .leader = w->member == 0 && w->measuring,
 		.pair_id = w->pair, .cpu = rep->cpu, .numa_node = rep->numa_node, .host = w->host,
 		/* a scan's and a pattern's rows name the peer's node */
 		.peer = p->scan ? p->peer_name : p->pattern ? p->pat[w->member].peer_name : w->peer,

@@ -173,6 +173,10 @@ int vb_pattern_role(struct vb_params *p)
 	if (vb_hosts_read("--pattern-hosts", p->pattern_hosts, vb_patrole_pick, &k) < 0)
 		return -EINVAL;
 	p->side = p->pat_clients ? VB_CLIENT : VB_SERVER;
+	/* A node that only receives (the incast target) reports its incoming flows itself:
+	 * the bandwidth tests, whose client windows it can put on its own clock. */
+	p->pat_target = p->pairs && !p->pat_clients &&
+			(p->test_desc->info.kind == PB_TK_BANDWIDTH || p->test_desc->info.kind == PB_TK_MESSAGE_RATE);
 	p->server = !p->pat_clients;
 	if (!p->pairs) {
 		pb_log_info("%s: node %s (%s=%ld) has no flow in this pattern", p->pat_label, p->host_name, var, rank);

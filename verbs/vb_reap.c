@@ -203,7 +203,7 @@ void vb_complete_rows(struct vb_launch *L)
 	char host[64] = "", why[500];
 
 	if (!L->csv || p->validate || L->sh->csv_errno || have >= want ||
-	    vb_member_side(p, 0) == VB_SERVER)  /* a server-only launch writes no rows */
+	    (vb_member_side(p, 0) == VB_SERVER && !p->pat_target))  /* a server-only launch writes no rows */
 		return;
 	vb_host_name(p, host, sizeof(host));
 	/* The first reason anyone gave (the group's abort), else the launcher's. */

@@ -32,6 +32,8 @@
 #define VB_W_PING 4
 #define VB_W_PONG 5
 #define VB_W_START 6
+#define VB_W_WINDOW 8        /* 8..12: start, end, bytes, messages, done */
+#define VB_W_WINDOW_SEQ 13
 
 /* Wait until ctrl word `word` satisfies (value & mask) == want; *value gets it. */
 static int vb_xstart_wait(struct vb_worker *w, unsigned word, uint64_t mask, uint64_t want, uint64_t *value,
@@ -121,6 +123,41 @@ int vb_xstart_before(struct vb_worker *w)
 	return 0;
 }
 
+/* Client: its window, moved to the server's clock, into the server's words 8..12, then 13. */
+static int vb_xstart_send(struct vb_worker *w, const struct pb_timed *t)
+{
+	const uint64_t v[5] = { t->start_ns + (uint64_t)w->xs_theta_ns, t->end_ns + (uint64_t)w->xs_theta_ns,
+				t->bytes, t->messages, t->done };
+	int rc = 0;
+
+	for (unsigned i = 0; i < 5 && !rc; i++)
+		rc = vb_ctrl_write(w, VB_W_WINDOW + i, v[i]);
+	return rc ? rc : vb_ctrl_write(w, VB_W_WINDOW_SEQ, ++w->xs_points);
+}
+
+/*
+ * The target (p->pat_target): the flow's numbers are its client's, on this node's clock
+ * (the client added theta): the row of an incoming flow, and the node's aggregate over them
+ * on one clock (its start_skew_us is the flows' start spread across the sender nodes).
+ */
+static int vb_xstart_receive(struct vb_worker *w, struct pb_timed *t)
+{
+	uint64_t seq = ++w->xs_points, v;
+	int rc = vb_xstart_wait(w, VB_W_WINDOW_SEQ, ~0ull, seq, &v, "the peer's window (incoming flow)");
+
+	if (rc)
+		return rc;
+	t->start_ns = w->ctrl->in[VB_W_WINDOW];
+	t->end_ns = w->ctrl->in[VB_W_WINDOW + 1];
+	t->bytes = w->ctrl->in[VB_W_WINDOW + 2];
+	t->messages = w->ctrl->in[VB_W_WINDOW + 3];
+	t->done = w->ctrl->in[VB_W_WINDOW + 4];
+	t->has_bw = true;
+	t->has_lat = false;
+	pb_flags_merge(t->flags, sizeof(t->flags), "clock_offset_corrected");
+	return 0;
+}
+
 int vb_xstart_timed(void *tctx, struct pb_timed *t)
 {
 	struct vb_worker *w = tctx;
@@ -128,7 +165,11 @@ int vb_xstart_timed(void *tctx, struct pb_timed *t)
 	int rc = w->xs_timed(tctx, t);
 	int64_t off = w->xs_offset_ns, mag = off < 0 ? -off : off;
 
+	if (!rc && w->side == VB_SERVER && w->p->pat_target)
+		return vb_xstart_receive(w, t);
 	if (rc || w->side != VB_CLIENT)
+		return rc;
+	if ((rc = vb_xstart_send(w, t)))
 		return rc;
 	rep->xs_offset_ns = off;
 	rep->xs_bound_ns = w->xs_bound_ns;
