@@ -274,22 +274,21 @@ static int mp_world_pairs(struct mp_ctx *ctx, const struct mp_test *t, struct mp
  * still attached somewhere (the leader holds it until teardown), and the
  * kernel frees it when the last process detaches or dies.  So no exit path
  * (Ctrl-C, a crashed rank, the watchdog, kill -9 of the leader) can leave it
- * behind between the shmget and the last attach.  The leader's own shmget ..
- * IPC_RMID is closed too: termination signals are held back there
- * (shm_sync_create) and the watchdog waits; only a kill -9 in those few system
- * calls could leak.
+ * behind between the shmget and the last attach.  The shmget .. IPC_RMID window
+ * itself is not the leader's: a helper process of its own session makes the
+ * segment and holds it until the leader attached or died
+ * (shm_sync_create_detached), so not even a SIGKILL of the leader there (mpirun
+ * sends one a second after a Ctrl-C; another rank's watchdog ends the job so)
+ * leaves it.
  */
 static int mp_world_shm(struct mp_ctx *ctx, char *err, size_t errlen)
 {
 	int id = -1, rc = 0;
 
 	if (ctx->node_rank == 0) {
-		/* The watchdog's _exit waits while the segment is not yet marked (a signal
-		 * there is held back by shm_sync_create itself). */
-		mp_watchdog_hold(ctx->wd, true);
-		rc = shm_sync_create((unsigned)ctx->node_size, 64, sizeof(struct mp_shared), true,
-				     &ctx->shm);
-		mp_watchdog_hold(ctx->wd, false);
+		/* Made by a helper process: this rank may die at any instant (issue 37). */
+		rc = shm_sync_create_detached((unsigned)ctx->node_size, 64, sizeof(struct mp_shared),
+					      &ctx->shm);
 		if (rc)
 			snprintf(err, errlen, "shm_sync_create for %d ranks on %s: %s", ctx->node_size,
 				 ctx->host, strerror(-rc));

@@ -17,6 +17,7 @@
 #include <linux/futex.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -218,6 +219,145 @@ err_free:
 		shm_sync_window_close(&win);
 	free(s);
 	return rc;
+}
+
+/*
+ * The helper of shm_sync_create_detached: a child in a session of its own, every
+ * signal blocked, that makes the segment (shmget, shmat, IPC_RMID), sends its id (or
+ * -errno) on idw and keeps its attachment until the parent closes ackr (attached, or
+ * gone: EOF either way).  Only async-signal-safe calls: it is the child of a clone() of
+ * a threaded process.  Fault hook PAIRBENCH_FAULT=shmcreate:S holds it inside its
+ * window while the parent lives (tests/mpi/mpi_faults.py createwindow).
+ */
+static int shm_sync_helper_run(size_t total, pid_t parent, int idw, int ackr)
+{
+	int32_t msg[2] = { -1, 0 }; /* shmid, -errno */
+	const char *f = getenv("PAIRBENCH_FAULT");
+	void *addr;
+	char c;
+
+	msg[0] = shmget(IPC_PRIVATE, total, IPC_CREAT | IPC_EXCL | 0600);
+	if (msg[0] < 0) {
+		msg[1] = -errno;
+		goto send;
+	}
+	addr = shmat(msg[0], NULL, 0);
+	if (addr == (void *)-1) {
+		msg[1] = -errno;
+		shmctl(msg[0], IPC_RMID, NULL);
+		goto send;
+	}
+	if (f && !strncmp(f, "shmcreate:", 10)) {
+		uint64_t end = pb_clock_now_ns() + (uint64_t)(atof(f + 10) * 1e9);
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		while (getppid() == parent && pb_clock_now_ns() < end)
+			nanosleep(&ts, NULL);
+	}
+	if (shmctl(msg[0], IPC_RMID, NULL))
+		msg[1] = -errno;
+send:
+	if (write(idw, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+		return 1;
+	while (read(ackr, &c, 1) < 0 && errno == EINTR)
+		;
+	return 0; /* _exit detaches: the segment lives on while the parent holds it */
+}
+
+/* The helper's segment, attached here: 0 and *addr_out, or -errno. */
+static int shm_sync_helper_get(size_t total, int *shmid, void **addr_out)
+{
+	int idp[2], ackp[2], rc = 0;
+	int32_t msg[2] = { -1, -EIO };
+	pid_t parent = getpid();
+	size_t got = 0;
+	long pid;
+
+	if (pipe2(idp, O_CLOEXEC))
+		return -errno;
+	if (pipe2(ackp, O_CLOEXEC)) {
+		rc = -errno;
+		goto close_id;
+	}
+	/* A fork without the fork handlers (pthread_atfork): MPI libraries warn on fork(),
+	 * and the child makes system calls only. */
+	pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0) {
+		rc = -errno;
+		goto close_ack;
+	}
+	if (pid == 0) {
+		sigset_t all;
+
+		sigfillset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		setsid(); /* out of the process group a launcher signals */
+		close(idp[0]);
+		close(ackp[1]);
+		_exit(shm_sync_helper_run(total, parent, idp[1], ackp[0]));
+	}
+	close(idp[1]);
+	idp[1] = -1;
+	while (got < sizeof(msg)) {
+		ssize_t n = read(idp[0], (char *)msg + got, sizeof(msg) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got < sizeof(msg))
+		rc = -EIO; /* the helper died: it made no segment, or its EOF freed it */
+	else if (msg[1])
+		rc = msg[1];
+	else if ((*addr_out = shmat(msg[0], NULL, 0)) == (void *)-1)
+		rc = -errno; /* nothing to undo: the helper's exit frees the marked segment */
+	else
+		*shmid = msg[0];
+close_ack:
+	close(ackp[1]); /* the helper's ack: detach and exit */
+	close(ackp[0]);
+	if (pid > 0)
+		while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+			;
+close_id:
+	close(idp[0]);
+	if (idp[1] >= 0)
+		close(idp[1]);
+	return rc;
+}
+
+int shm_sync_create_detached(unsigned members, size_t slot_bytes, size_t extra_bytes,
+			     struct shm_sync **out)
+{
+	struct shm_sync *s;
+	size_t slot = shm_sync_round(slot_bytes), total;
+	void *addr = NULL;
+	int rc;
+
+	if (members == 0 || members > SHM_SYNC_MAX_MEMBERS || slot_bytes > (1ull << 30) ||
+	    extra_bytes > (1ull << 36))
+		return -EINVAL;
+	total = shm_sync_slots_off(members) + members * slot + shm_sync_round(extra_bytes);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if ((rc = shm_sync_helper_get(total, &s->shmid, &addr))) {
+		free(s);
+		return rc;
+	}
+	s->removed = true;
+	s->hdr = addr;
+	s->hdr->magic = SHM_SYNC_MAGIC;
+	s->hdr->members = members;
+	s->hdr->slot_bytes = slot;
+	s->hdr->extra_bytes = shm_sync_round(extra_bytes);
+	s->hdr->total_bytes = total;
+	s->hdr->abort_member = -1;
+	atomic_thread_fence(memory_order_release);
+	*out = s;
+	return 0;
 }
 
 int shm_sync_attach(int shmid, struct shm_sync **out)

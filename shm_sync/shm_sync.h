@@ -39,6 +39,19 @@ struct shm_sync;
 int shm_sync_create(unsigned members, size_t slot_bytes, size_t extra_bytes, bool remove_now,
 		    struct shm_sync **out);
 
+/*
+ * As shm_sync_create(..., remove_now = true), for a creator that may be killed at
+ * any instant (an MPI rank: kill -9, or a launcher's SIGKILL one second after a
+ * Ctrl-C): the segment is made (shmget, shmat, IPC_RMID) by a short-lived helper
+ * process in a session of its own with every signal blocked, which keeps its
+ * attachment until this process has attached or is gone.  So the window between
+ * shmget and IPC_RMID is the helper's, and no signal to this process or its
+ * process group can leave the segment behind.  Returns 0 or -errno (-EIO: the
+ * helper died).
+ */
+int shm_sync_create_detached(unsigned members, size_t slot_bytes, size_t extra_bytes,
+			     struct shm_sync **out);
+
 /* Attach an existing segment by id (from the creator). Returns 0 or -errno. */
 int shm_sync_attach(int shmid, struct shm_sync **out);
 
