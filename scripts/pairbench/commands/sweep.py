@@ -19,7 +19,7 @@ from pairbench.errors import UsageError
 from pairbench.runner import launchers
 from pairbench.runner.exeopts import add_exe_arguments
 from pairbench.runner.options import MAX_QPS, SweepOptions, config_from_options
-from pairbench.runner.plan import SOAK_DIR
+from pairbench.runner.plan import SOAK_DIR, SWEEP_PATTERNS
 from pairbench.runner.rundir import repo_root
 from pairbench.runner.sweep import sweep_to_dir
 
@@ -33,6 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", default="1", help="pair counts, e.g. 1,2,4,8 (default 1)")
     p.add_argument("--qps", default=None, help="verbs: queue pairs per pair, e.g. 1,8,64 (a point "
                    f"per value, 1..{MAX_QPS}; default: the executable's 1)")
+    p.add_argument("--pattern", default=None, choices=SWEEP_PATTERNS,
+                   help="verbs: incast or fanout over --hosts, one launch per point through "
+                   "mpirun or srun (one rank per node); --pairs P = the senders (incast) or "
+                   "receivers (fanout): the first P+1 hosts, the first the target or hub, whose "
+                   "rows the point keeps (docs/patterns.md)")
     p.add_argument("--repetitions", default="1", metavar="N|auto[:MAX]",
                    help="runs of every point (default 1); auto[:MAX]: 3, then more of the "
                    "undecided points until decided or MAX (default 10; docs/driver.md)")

@@ -43,6 +43,7 @@ class SweepOptions(ExeSettings):
     sizes: str = "1:64K"
     pairs: str = "1"
     qps: str | None = None  # verbs --qps list as written ("1,8,64"); None = not given
+    pattern: str | None = None  # verbs: incast | fanout over --hosts (plan_pattern_point)
     repetitions: int = 1
     auto: AutoReps | None = None  # --repetitions auto[:MAX] (then repetitions = MIN_REPS)
     launcher: str = "local"
@@ -79,6 +80,7 @@ class SweepOptions(ExeSettings):
         return cls(
             layer=ns.layer, tests=tuple(t.strip() for arg in ns.test for t in arg.split(",")
                                         if t.strip()), sizes=ns.sizes, pairs=ns.pairs, qps=ns.qps,
+            pattern=getattr(ns, "pattern", None),
             repetitions=reps, auto=auto, launcher=ns.launcher, hosts=ns.hosts,
             timeout_s=ns.timeout, results_dir=ns.results_dir, run_dir=ns.run_dir,
             binary=ns.binary, remote_binary=ns.remote_binary, connect_addr=ns.connect_addr,
@@ -93,6 +95,7 @@ class SweepOptions(ExeSettings):
         args = ["--layer", self.layer, "--test", ",".join(self.tests)]
         for opt, val, default in (
                 ("--pairs", self.pairs, "1"), ("--qps", self.qps, None),
+                ("--pattern", self.pattern, None),
                 ("--sizes", self.sizes, "1:64K")):
             if val is not None and val != default:
                 args += [opt, str(val)]
@@ -159,6 +162,7 @@ def config_from_options(opts: SweepOptions, run_dir: Path, root: Path) -> SweepC
         launcher_cmd=opts.launcher_cmd, launcher_args=opts.launcher_args,
         remote_binary=opts.remote_binary, as_root=(os.geteuid() == 0),
         connect_addr=opts.connect_addr, qps=qps, rig_devices=rig_device_count(opts),
+        pattern=opts.pattern,
         rig_timeout_s=opts.rig_timeout_s, **exe_values(opts))
 
 
@@ -198,13 +202,19 @@ def _fraction(text: str, opt: str) -> float:
     return v
 
 
+def check_timeout(timeout: float, what: str = "the deadline of every point") -> None:
+    """--timeout of sweep and fabric: finite seconds in 0.1..MAX_TIMEOUT_S (argparse lets
+    nan and inf through; either would disable the deadline, and nan is not even JSON)."""
+    if not (math.isfinite(timeout) and 0.1 <= timeout <= MAX_TIMEOUT_S):
+        raise UsageError(f"--timeout {timeout:g}: expected seconds in 0.1..{MAX_TIMEOUT_S:g} "
+                         f"({what})")
+
+
 def check_numbers(opts: SweepOptions) -> None:
     """The sweep's own numbers that argparse lets through but that would disable a deadline
     or start an absurd job (the executables' options: check_exe)."""
-    timeout, rig_timeout = opts.timeout_s, opts.rig_timeout_s
-    if not (math.isfinite(timeout) and 0.1 <= timeout <= MAX_TIMEOUT_S):
-        raise UsageError(f"--timeout {timeout:g}: expected seconds in 0.1..{MAX_TIMEOUT_S:g} "
-                         "(the deadline of every point)")
+    rig_timeout = opts.rig_timeout_s
+    check_timeout(opts.timeout_s)
     if opts.repetitions < 1:
         raise UsageError(f"--repetitions {opts.repetitions}: expected >= 1")
     if rig_timeout is not None and not (math.isfinite(rig_timeout) and rig_timeout > 0):

@@ -11,14 +11,14 @@ A RigPlan (config + points) goes to and from plain JSON data for the Soft-RoCE r
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from pairbench.contract import testtable
 from pairbench.contract.testtable import LAYERS
 from pairbench.errors import UsageError
 from pairbench.runner import launchers
 from pairbench.runner.exeopts import ExeSettings, exe_argv
-from pairbench.runner.launchers.base import Side
+from pairbench.runner.launchers.base import Launcher, Side, main_side
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class SweepConfig(ExeSettings):
     qps: tuple[int, ...] = ()  # verbs --qps values, a point each; () = the executable's default (1)
     rig_devices: int = 1  # softroce: devices the rig creates
     rig_timeout_s: float | None = None  # softroce: limit of the whole rig run (None: from the plan)
+    pattern: str | None = None  # verbs: incast | fanout over the hosts (plan_pattern_point)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class Point:
     qps: int | None = None  # verbs --qps of this point; None = not given (the executable's 1)
     soak_s: float = 0.0  # --soak: each size's window (0 = no soak); the point's time is soak-long
     series: str | None = None  # --soak: prefix (relative) of the flows' series files, --series
+    files: tuple[tuple[str, str], ...] = ()  # (relative path, text) written before the launch
     ompi_dirs: bool = False  # Open MPI's session/backing files in a folder of the point's own
     #                          (runner/ompidirs.py): every rank on this host
 
@@ -82,6 +84,8 @@ class Point:
                 return s
         return self.sides[0]
 
+
+SWEEP_PATTERNS = ("incast", "fanout")  # sweep --pattern: node 0 (the first host) is the hub
 
 SOAK_DIR = "soak"  # the run directory's folder of the soak series (--series prefixes)
 
@@ -109,9 +113,33 @@ def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
     return args + list(cfg.exe_args)
 
 
+def plan_pattern_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int,
+                       qps: int | None, name: str) -> Point:
+    """sweep --layer verbs --pattern incast|fanout: one rank per node on the first pairs + 1
+    hosts (Launcher.rank_job, rank i on line i of the point's host file), pairbench-verbs
+    --pattern with --pairs = pairs (one flow per other node); each rank writes its own CSV
+    (%r) and the point's rows are rank 0's: the target's incoming flows on its clock
+    (incast) or the hub's outgoing flows (fanout)."""
+    raw = f"raw/{name}"
+    sub = replace(cfg, hosts=cfg.hosts[:pairs + 1])
+    launcher = launchers.get(sub)
+    hostfile = f"{raw}.hosts"
+    exe = [cfg.binary, *exe_options(cfg, test, pairs, f"{cfg.run_dir}/{raw}.%r.csv",
+                                      f"{cfg.run_dir}/{raw}.%r.env.json", qps),
+           "--pattern", str(cfg.pattern), "--pattern-hosts", f"{cfg.run_dir}/{hostfile}"]
+    argv, env = launcher.rank_job(exe, f"{cfg.run_dir}/{hostfile}")
+    return Point(index=index, name=name, layer=cfg.layer, test=test, pairs=pairs, repetition=rep,
+                 sizes=cfg.sizes, sides=main_side(argv, raw), timeout_s=cfg.timeout_s,
+                 csv=f"{raw}.0.csv", env_json=f"{raw}.0.env.json",
+                 env=launcher.env() + env, qps=qps, files=((hostfile, launcher.hostfile_text(1)),),
+                 ompi_dirs=launcher.private_ompi_dirs())
+
+
 def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int,
                qps: int | None = None) -> Point:
     name = f"r{rep}-{test}-p{pairs}" + (f"-q{qps}" if qps is not None else "")
+    if cfg.pattern is not None:
+        return plan_pattern_point(cfg, index, test, pairs, rep, qps, name)
     raw = f"raw/{name}"
     launcher = launchers.get(cfg)
     series = f"{SOAK_DIR}/{name}" if cfg.soak_s else None
@@ -146,12 +174,37 @@ def check_config(cfg: SweepConfig) -> None:
         raise UsageError("--timeout must be > 0")
     if cfg.qps and cfg.layer != "verbs":
         raise UsageError("--qps is a verbs option (queue pairs per pair)")
+    if cfg.pattern is not None:
+        check_pattern(cfg)
     if cfg.soak_s:  # the executables' rule (core/pb_soak.c), before anything runs
         for test in cfg.tests:
             info = testtable.find(test, cfg.layer)
             if info is not None and info.kind not in testtable.BANDWIDTH_KINDS:
                 raise UsageError(f"--soak applies to the bandwidth and message-rate tests "
                                  f"(bw, bibw, msgrate), not --test {test}")
+
+
+def check_pattern(cfg: SweepConfig) -> None:
+    """sweep --pattern: a launcher that starts one rank per node, a bandwidth or latency
+    test of its own roles, and hosts for the largest --pairs (P senders + the target)."""
+    if cfg.layer != "verbs" or cfg.pattern not in SWEEP_PATTERNS:
+        raise UsageError(f"--pattern {cfg.pattern}: the sweep runs {' and '.join(SWEEP_PATTERNS)} "
+                         "with --layer verbs (pairbench-mpi's patterns: run it under mpirun "
+                         "with --pattern, docs/patterns.md)")
+    launcher = launchers.get(cfg)
+    if type(launcher).rank_job is Launcher.rank_job:
+        raise UsageError(f"--pattern needs a launcher that starts one rank per node (mpirun, "
+                         f"srun), not --launcher {cfg.launcher}")
+    need = max(cfg.pairs) + 1
+    if len(cfg.hosts) < need:
+        raise UsageError(f"--pattern {cfg.pattern} --pairs {max(cfg.pairs)}: needs {need} hosts "
+                         f"(the target or hub, then one per other node); --hosts gives "
+                         f"{len(cfg.hosts)}")
+    for test in cfg.tests:
+        info = testtable.find(test, cfg.layer)
+        if info is not None and info.kind == testtable.LOADED_KIND:
+            raise UsageError(f"--pattern: --test {test} has its own roles (a probe pair and "
+                             "loading pairs)")
 
 
 def plan_sweep(cfg: SweepConfig) -> list[Point]:

@@ -64,6 +64,9 @@ def run_point(point: Point, run_dir: Path, grace_s: float = 10.0,
     group must not depend on where a signal happened to land."""
     env = dict(os.environ)
     env.update(dict(point.env))
+    for rel, text in point.files:  # e.g. a pattern point's host file (rank i = line i)
+        (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / rel).write_text(text)
     with contextlib.ExitStack() as job:
         if point.ompi_dirs:
             job.enter_context(private_ompi_dirs(env))
