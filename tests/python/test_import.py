@@ -402,6 +402,19 @@ def test_truncated_tables(tmp_path: Path, tool: str) -> None:
     _refused(tmp_path, tool, [head], head.name, "truncated")
 
 
+def test_a_row_short_of_its_header(tmp_path: Path) -> None:
+    lines = (OSU / "7.4-mbw_mr-r1.out").read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("16 "))
+    lines[at] = "16                      1.26\n"  # Messages/s missing, the line complete
+    f = tmp_path / "short.out"
+    f.write_text("".join(lines))
+    _refused(tmp_path, "osu", [f], f"short.out:{at + 1}:", "2 field(s)", "has 3")
+    text = (IMB / "2021.3-format-pingpong.out").read_text().replace("1.65         2.42", "1.65")
+    g = tmp_path / "imb.out"
+    g.write_text(text)
+    _refused(tmp_path, "imb", [g], "imb.out:", "3 field(s)", "has 4")
+
+
 def test_mixed_outputs_in_one_file(tmp_path: Path) -> None:
     both = tmp_path / "both.out"
     a, b = (OSU / "7.4-latency-r1.out").read_text(), (OSU / "7.4-bw-r1.out").read_text()
