@@ -44,10 +44,10 @@ int pb_soak_check(const struct pb_soak_params *p, char *err, size_t errlen)
 int pb_soak_validate(const struct pb_soak_params *p, const struct pb_common_params *c,
 		     const struct pb_test_info *t, unsigned given, char *err, size_t errlen)
 {
-	static const char *const names[] = { "--bucket", "--stall-fraction", "--series" };
+	static const char *const names[] = { "--bucket", "--stall-fraction", "--series", "--validate-live" };
 
 	if (!(p->soak_s > 0)) {
-		for (unsigned i = 0; i < 3; i++) {
+		for (unsigned i = 0; i < 4; i++) {
 			if (given & (1u << i)) {
 				snprintf(err, errlen, "%s applies to a soak: add --soak SECONDS", names[i]);
 				return -EINVAL;
@@ -67,6 +67,78 @@ int pb_soak_validate(const struct pb_soak_params *p, const struct pb_common_para
 		return -EINVAL;
 	}
 	return pb_soak_check(p, err, errlen);
+}
+
+/* splitmix64: every word of a checked message differs from its neighbours and its window's. */
+static inline uint64_t pb_soak_word(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static inline uint64_t pb_soak_seed(unsigned pair, uint64_t window)
+{
+	return ((uint64_t)pair << 44) ^ (window << 4);
+}
+
+void pb_soak_pattern_fill(void *buf, size_t len, unsigned pair, uint64_t window)
+{
+	unsigned char *p = buf;
+	const uint64_t seed = pb_soak_seed(pair, window);
+	size_t w = 0;
+
+	for (; (w + 1) * 8 <= len; w++) {
+		uint64_t v = pb_soak_word(seed + w);
+
+		memcpy(p + w * 8, &v, 8);
+	}
+	if (w * 8 < len) {
+		uint64_t v = pb_soak_word(seed + w);
+
+		memcpy(p + w * 8, &v, len - w * 8);
+	}
+}
+
+size_t pb_soak_pattern_check(const void *buf, size_t len, unsigned pair, uint64_t window)
+{
+	const unsigned char *p = buf;
+	const uint64_t seed = pb_soak_seed(pair, window);
+	size_t bad = 0, w = 0;
+
+	for (; (w + 1) * 8 <= len; w++) {
+		uint64_t got;
+
+		memcpy(&got, p + w * 8, 8);
+		for (uint64_t d = pb_soak_word(seed + w) ^ got; d; d >>= 8)
+			bad += (d & 0xff) != 0;
+	}
+	if (w * 8 < len) {
+		size_t n = len - w * 8;
+		uint64_t v = pb_soak_word(seed + w) & ((1ull << (8 * n)) - 1), got = 0;
+
+		memcpy(&got, p + w * 8, n);
+		for (uint64_t d = v ^ got; d; d >>= 8)
+			bad += (d & 0xff) != 0;
+	}
+	return bad;
+}
+
+int pb_soak_fault(const char *text, unsigned pair, double *seconds)
+{
+	unsigned p;
+	double s;
+	int used = 0;
+
+	*seconds = -1;
+	if (!text || !*text)
+		return 0;
+	if (sscanf(text, "flip:%u:%lf%n", &p, &s, &used) != 2 || text[used] || s < 0)
+		return -EINVAL;
+	if (p == pair)
+		*seconds = s;
+	return 0;
 }
 
 int pb_soak_path(const char *prefix, uint64_t msg_size_bytes, const char *pattern, unsigned pair_id,

@@ -61,6 +61,7 @@ struct pb_soak_params {
 	double bucket_s;         /* --bucket */
 	double stall_fraction;   /* --stall-fraction */
 	const char *series;      /* --series PREFIX: PREFIX-<size>B-pair<id>.pbsoak; NULL = a temporary file */
+	uint64_t validate_every; /* --validate-live N: the receiver checks every Nth window's first message; 0 = off */
 };
 
 /* Option-table entries (a layer that implements the soak puts them in its table). */
@@ -73,7 +74,9 @@ struct pb_soak_params {
 	  PB_SOAK_DEFAULT_FRACTION, 0.01, 0.99, NULL, "F",                                          \
 	  "soak: a stall is a run of buckets below F x the pair's median bucket" },                \
 	{ "series", 0, PB_OPT_STRING, offsetof(type, m.series), NULL, 0, 0, NULL, "PREFIX",        \
-	  "soak: write each pair's bucket series to PREFIX-<size>B-pair<id>.pbsoak (binary, core/pb_soak.h)" }
+	  "soak: write each pair's bucket series to PREFIX-<size>B-pair<id>.pbsoak (binary, core/pb_soak.h)" }, \
+	{ "validate-live", 0, PB_OPT_U64, offsetof(type, m.validate_every), "0", 0, 1e9, NULL, "N", \
+	  "soak: data checked under load: the receiver checks the first message of every Nth window (a pattern of pair, window and offset), corruptions counted per bucket (PREFIX-...pbsoak-rx) and the pair's row an error (0 = off)" }
 
 /* One bucket on file and in memory. */
 struct pb_soak_bucket {
@@ -149,6 +152,27 @@ int pb_soak_validate(const struct pb_soak_params *p, const struct pb_common_para
 #define PB_SOAK_GIVEN_BUCKET 1u
 #define PB_SOAK_GIVEN_FRACTION 2u
 #define PB_SOAK_GIVEN_SERIES 4u
+#define PB_SOAK_GIVEN_VALIDATE 8u
+
+/*
+ * --validate-live: the payload of a checked message, 64-bit words that depend on the pair,
+ * the window's index in the timed block and the word's offset (a tail shorter than a word
+ * takes the low bytes of its word).  fill: the sender, before posting the window; check:
+ * the receiver, after it completed; it returns how many bytes differ (0 = intact).
+ */
+void pb_soak_pattern_fill(void *buf, size_t len, unsigned pair, uint64_t window);
+size_t pb_soak_pattern_check(const void *buf, size_t len, unsigned pair, uint64_t window);
+
+/* The receiver's series of checks: the flow's series file name + this suffix. */
+#define PB_SOAK_RX_SUFFIX "-rx"
+
+/*
+ * The fault hook of the checks (tests): PAIRBENCH_SOAK_FAULT="flip:PAIR:SECONDS" makes the
+ * receiver of pair PAIR flip one byte of the first checked message that completes SECONDS
+ * or later after the common start, before it is checked.  0 and *seconds < 0 when the
+ * variable is unset or names another pair; -EINVAL when it is malformed.
+ */
+int pb_soak_fault(const char *text, unsigned pair, double *seconds);
 
 /*
  * The series file name of one point's flow: "<prefix>-<size>B-pair<id>.pbsoak", with

@@ -158,7 +158,8 @@ static int mp_validate(const struct mp_params *p, const struct mp_test *t,
 
 	unsigned soak_given = (pb_opts_given(mp_opts, MP_N_OPTS, res, "bucket") ? PB_SOAK_GIVEN_BUCKET : 0) |
 			      (pb_opts_given(mp_opts, MP_N_OPTS, res, "stall-fraction") ? PB_SOAK_GIVEN_FRACTION : 0) |
-			      (pb_opts_given(mp_opts, MP_N_OPTS, res, "series") ? PB_SOAK_GIVEN_SERIES : 0);
+			      (pb_opts_given(mp_opts, MP_N_OPTS, res, "series") ? PB_SOAK_GIVEN_SERIES : 0) |
+			      (pb_opts_given(mp_opts, MP_N_OPTS, res, "validate-live") ? PB_SOAK_GIVEN_VALIDATE : 0);
 
 	if (pb_window_check(&p->c, err, len) ||
 	    pb_window_check_time_opts(&p->c, mp_opts, MP_N_OPTS, res, err, len) ||

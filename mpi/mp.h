@@ -245,6 +245,15 @@ struct mp_stream {
 	uint64_t stop_value;
 	struct pb_soak_rec *soak;    /* --soak, side A: the flow's buckets (NULL = no soak) */
 	bool stopped_early;          /* soak: ended by the stop word before its deadline */
+	/* --validate-live N: A sends the first message of every Nth window from cbuf, filled
+	 * with pb_soak_pattern_fill; B checks it (its counts per bucket in rx) */
+	uint64_t check_every;        /* 0 = off */
+	void *cbuf;                  /* A: the checked message */
+	unsigned pair;               /* the pattern's pair */
+	struct pb_soak_rec *rx;      /* B: checked / corrupt per bucket */
+	uint64_t fault_ns;           /* B: flip a byte of the first check at or after it; 0 = none */
+	uint64_t checked, corrupt;   /* B: totals of the timed block; A: B's, received at the end */
+	uint64_t first_corrupt_ns;   /* B: when the first corrupt message completed; A: B's, from the start */
 };
 int mp_stream_a(struct mp_stream *s, uint64_t messages, uint64_t end_by_ns, struct pb_timed *t);
 int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done);

@@ -8,6 +8,7 @@
 #include "mp.h"
 
 #include "pb_clock.h"
+#include "pb_log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@ struct mp_bw {
 	uint64_t slots;
 	uint64_t never;             /* stop word that never reaches its value */
 	const char *test;           /* the test's name (soak series header) */
+	uint64_t ccap;              /* --validate-live: bytes of s.cbuf */
+	double fault_s;             /* B: PAIRBENCH_SOAK_FAULT's time for this pair; < 0 none */
 	char err[256];              /* the last failure's text (ops.error) */
 };
 
@@ -91,7 +94,7 @@ static inline __attribute__((always_inline)) int mp_stream_a_loop(struct mp_stre
 {
 	const int peer = s->ctx->peer, count = s->count, W = s->window;
 	const uint64_t slots = mp_stream_slots(s), per = s->bidir ? 2 : 1;
-	uint64_t remaining = messages, sent = 0, pending = 0;
+	uint64_t remaining = messages, sent = 0, pending = 0, window = 0, until = 0;
 	bool last;
 
 	t->start_ns = pb_clock_now_ns();
@@ -108,7 +111,17 @@ static inline __attribute__((always_inline)) int mp_stream_a_loop(struct mp_stre
 			s->stopped_early = true;
 		if (s->bidir)
 			k = mp_post_recvs(s, slots, n, s->req);
-		for (int j = 0; j < n; j++)
+		int j = 0;
+
+		if (soak && s->check_every && until-- == 0) {
+			/* --validate-live: this window's first message carries the pattern */
+			pb_soak_pattern_fill(s->cbuf, (size_t)count, s->pair, window);
+			MPI_Isend(s->cbuf, count, MPI_BYTE, peer, last ? MP_TAG_STOP : MP_TAG_DATA,
+				  MPI_COMM_WORLD, &s->req[k++]);
+			j = 1;
+			until = s->check_every - 1;
+		}
+		for (; j < n; j++)
 			MPI_Isend(s->sbuf, count, MPI_BYTE, peer, last ? MP_TAG_STOP : MP_TAG_DATA,
 				  MPI_COMM_WORLD, &s->req[k++]);
 		MPI_Waitall(k, s->req, s->st);
@@ -116,12 +129,22 @@ static inline __attribute__((always_inline)) int mp_stream_a_loop(struct mp_stre
 			MPI_Recv(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		remaining -= (uint64_t)n;
 		sent += (uint64_t)n;
+		window++;
 	} while (!last);
 	if (!s->ack_each)
 		MPI_Recv(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	t->end_ns = pb_clock_now_ns();
 	if (soak)
 		pb_soak_add(s->soak, t->end_ns, pending);
+	if (soak && s->check_every) {
+		/* B's checks, after the window (untimed) */
+		uint64_t tot[3];
+
+		MPI_Recv(tot, 3, MPI_UINT64_T, peer, MP_TAG_SYNC, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		s->checked = tot[0];
+		s->corrupt = tot[1];
+		s->first_corrupt_ns = tot[2];
+	}
 	/* Bidirectional: iterations, messages and bytes all count both directions (as verbs --bidir). */
 	t->messages = sent * per;
 	t->done = t->messages;
@@ -147,14 +170,48 @@ static int mp_stream_a_soak(struct mp_stream *s, uint64_t end_by_ns, double soak
 	if (!rc)
 		rc = pb_soak_finish(s->soak, t->end_ns, s->stopped_early, &t->soak, t->error,
 				    sizeof(t->error));
+	t->soak.checked = s->checked;
+	t->soak.corrupt = s->corrupt;
+	if (!rc && s->corrupt) {
+		/* Said loudly: the pair's row is an error naming when (the series says which buckets). */
+		snprintf(t->error, sizeof(t->error),
+			 "DATA CORRUPTED under load (--validate-live): %llu of %llu checked messages wrong, the first %.3f s after the common start (bucket %llu; per bucket in the series' -rx file)",
+			 (unsigned long long)s->corrupt, (unsigned long long)s->checked,
+			 (double)s->first_corrupt_ns / 1e9,
+			 (unsigned long long)(s->first_corrupt_ns / s->soak->bucket_ns));
+		rc = -EIO;
+	}
 	return rc;
 }
 
-int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done)
+/* One checked message of window `window` (B, --validate-live), completed at now. */
+static void mp_stream_check(struct mp_stream *s, uint64_t window, uint64_t start_ns)
+{
+	const uint64_t now = pb_clock_now_ns();
+	size_t bad;
+
+	if (s->fault_ns && now >= s->fault_ns) {
+		((unsigned char *)s->rbuf)[s->count / 2] ^= 0x5a; /* the fault hook (pb_soak_fault) */
+		s->fault_ns = 0;
+	}
+	bad = pb_soak_pattern_check(s->rbuf, (size_t)s->count, s->pair, window);
+	s->checked++;
+	if (bad && !s->corrupt++)
+		s->first_corrupt_ns = now - start_ns;
+	pb_soak_check_add(s->rx, now, 1, bad ? 1 : 0);
+}
+
+/*
+ * The stream of side B; check (a constant at each call site): --validate-live, the first
+ * message of every check_every-th window is checked once it completed and acknowledged.
+ */
+static inline __attribute__((always_inline)) int mp_stream_b_loop(struct mp_stream *s, uint64_t messages,
+								  uint64_t *done, uint64_t start_ns,
+								  const bool check)
 {
 	const int peer = s->ctx->peer, count = s->count, W = s->window;
 	const uint64_t slots = mp_stream_slots(s);
-	uint64_t remaining = messages, got = 0;
+	uint64_t remaining = messages, got = 0, window = 0, until = 0;
 	bool last;
 
 	do {
@@ -168,8 +225,13 @@ int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done)
 		if (s->ack_each)
 			MPI_Send(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD);
 		last = s->st[0].MPI_TAG == MP_TAG_STOP;
+		if (check && until-- == 0) {
+			mp_stream_check(s, window, start_ns);
+			until = s->check_every - 1;
+		}
 		remaining -= (uint64_t)n;
 		got += (uint64_t)n;
+		window++;
 	} while (!last);
 	if (!s->ack_each)
 		MPI_Send(NULL, 0, MPI_BYTE, peer, MP_TAG_ACK, MPI_COMM_WORLD);
@@ -177,10 +239,42 @@ int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done)
 	return 0;
 }
 
+int mp_stream_b(struct mp_stream *s, uint64_t messages, uint64_t *done)
+{
+	return mp_stream_b_loop(s, messages, done, 0, false);
+}
+
+/* B of a soak with --validate-live: the checked stream, then its totals to A. */
+static int mp_stream_b_checked(struct mp_stream *s, uint64_t end_by_ns, double soak_s, double fault_s,
+			       uint64_t *done)
+{
+	const uint64_t start = end_by_ns - (uint64_t)(soak_s * 1e9);
+	struct pb_soak_summary sum;
+	char err[256];
+	uint64_t tot[3];
+	int rc;
+
+	s->checked = s->corrupt = s->first_corrupt_ns = 0;
+	s->fault_ns = fault_s >= 0 ? start + (uint64_t)(fault_s * 1e9) + 1 : 0;
+	pb_soak_start(s->rx, start);
+	rc = mp_stream_b_loop(s, UINT64_MAX, done, start, true);
+	tot[0] = s->checked;
+	tot[1] = s->corrupt;
+	tot[2] = s->first_corrupt_ns;
+	MPI_Send(tot, 3, MPI_UINT64_T, s->ctx->peer, MP_TAG_SYNC, MPI_COMM_WORLD);
+	if (!rc && pb_soak_finish(s->rx, pb_clock_now_ns(), false, &sum, err, sizeof(err)))
+		pb_log_warn("pair %u: %s", s->pair, err); /* the checks' series only; A has the counts */
+	if (s->corrupt)
+		pb_log_error("pair %u: DATA CORRUPTED under load: %llu of %llu checked messages wrong, the first %.3f s after the common start",
+			     s->pair, (unsigned long long)s->corrupt, (unsigned long long)s->checked,
+			     (double)s->first_corrupt_ns / 1e9);
+	return rc;
+}
+
 static void mp_bw_destroy(void *tctx);
 
 /* A soak: this point's series file (its --series name, or a temporary file), before the start. */
-static int mp_bw_soak_open(struct mp_bw *b, uint64_t size)
+static int mp_bw_soak_open(struct mp_bw *b, struct pb_soak_rec *rec, const char *suffix, uint64_t size)
 {
 	const struct mp_ctx *ctx = b->ctx;
 	const struct pb_soak_params *sp = &ctx->p->soak;
@@ -190,17 +284,20 @@ static int mp_bw_soak_open(struct mp_bw *b, uint64_t size)
 	char path[4096];
 	int rc;
 
-	pb_soak_close(b->s.soak);
+	pb_soak_close(rec);
 	pb_soak_text(h.layer, sizeof(h.layer), "mpi");
 	pb_soak_text(h.test, sizeof(h.test), b->test);
 	pb_soak_text(h.pattern, sizeof(h.pattern), pattern);
 	pb_soak_text(h.host, sizeof(h.host), ctx->host);
 	pb_soak_text(h.peer, sizeof(h.peer), ctx->peer_label);
-	if (sp->series && pb_soak_path(sp->series, size, pattern, ctx->pair_id, path, sizeof(path))) {
+	if (sp->series && (pb_soak_path(sp->series, size, pattern, ctx->pair_id, path, sizeof(path)) ||
+			   strlen(path) + strlen(suffix) >= sizeof(path))) {
 		snprintf(b->err, sizeof(b->err), "--series %s: the file name is too long", sp->series);
 		return -ENAMETOOLONG;
 	}
-	rc = pb_soak_open(b->s.soak, sp->series ? path : NULL, sp, &h, b->err, sizeof(b->err));
+	if (sp->series)
+		strcat(path, suffix);
+	rc = pb_soak_open(rec, sp->series ? path : NULL, sp, &h, b->err, sizeof(b->err));
 	return rc;
 }
 
@@ -221,7 +318,16 @@ static int mp_bw_prepare(void *tctx, uint64_t size)
 		if (!b->cap)
 			return -ENOMEM;
 	}
-	return b->s.soak ? mp_bw_soak_open(b, size) : 0;
+	if (b->s.check_every && b->s.soak && size > b->ccap) {
+		free(b->s.cbuf); /* A: the checked message's own buffer (--validate-live) */
+		b->s.cbuf = mp_buf_alloc(size);
+		b->ccap = b->s.cbuf ? size : 0;
+		if (!b->ccap)
+			return -ENOMEM;
+	}
+	if (b->s.rx)
+		return mp_bw_soak_open(b, b->s.rx, PB_SOAK_RX_SUFFIX, size);
+	return b->s.soak ? mp_bw_soak_open(b, b->s.soak, "", size) : 0;
 }
 
 static int mp_bw_warmup(void *tctx, uint64_t size, uint64_t iters)
@@ -244,6 +350,9 @@ static int mp_bw_timed(void *tctx, struct pb_timed *t)
 
 	if (b->ctx->side == MP_SIDE_A && b->s.soak)
 		return mp_stream_a_soak(&b->s, t->end_by_ns, b->ctx->p->soak.soak_s, t);
+	if (b->ctx->side == MP_SIDE_B && b->s.rx)
+		return mp_stream_b_checked(&b->s, t->end_by_ns, b->ctx->p->soak.soak_s, b->fault_s,
+					   &t->done);
 	if (b->ctx->side == MP_SIDE_A)
 		return mp_stream_a(&b->s, messages, t->end_by_ns ? t->end_by_ns : UINT64_MAX, t);
 	return mp_stream_b(&b->s, messages, &t->done);
@@ -277,6 +386,20 @@ static int mp_bw_create(struct mp_ctx *ctx, const struct mp_test *t, void **out)
 		b->s.stop_word = pb_soak_stop_word();
 		b->s.stop_value = 1;
 	}
+	b->s.pair = ctx->pair_id;
+	b->s.check_every = ctx->p->soak.soak_s > 0 ? ctx->p->soak.validate_every : 0;
+	if (b->s.check_every && ctx->side == MP_SIDE_B) {
+		/* The receiver checks (--validate-live); the fault hook may flip a byte. */
+		if (pb_soak_fault(getenv("PAIRBENCH_SOAK_FAULT"), ctx->pair_id, &b->fault_s))
+			pb_log_warn("PAIRBENCH_SOAK_FAULT=%s: expected flip:PAIR:SECONDS; ignored",
+				    getenv("PAIRBENCH_SOAK_FAULT"));
+		b->s.rx = calloc(1, sizeof(*b->s.rx));
+		if (!b->s.rx) {
+			mp_bw_destroy(b);
+			return -ENOMEM;
+		}
+		b->s.rx->fd = -1;
+	}
 	*out = b;
 	return 0;
 }
@@ -290,6 +413,13 @@ static void mp_bw_destroy(void *tctx)
 		free(b->s.soak);
 		b->s.soak = NULL;
 	}
+	if (b->s.rx) {
+		pb_soak_close(b->s.rx);
+		free(b->s.rx);
+		b->s.rx = NULL;
+	}
+	free(b->s.cbuf);
+	b->s.cbuf = NULL;
 	mp_stream_cleanup(&b->s);
 	free(b);
 }

@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import REPO, cli
@@ -58,23 +59,24 @@ def _nice() -> None:
         os.nice(-10)
 
 
-def _start(tmp: Path, soak_s: float) -> subprocess.Popen:
+def _start(tmp: Path, soak_s: float, *extra: str, env: dict | None = None) -> subprocess.Popen:
     argv = ["mpirun", "--oversubscribe", "-np", "4", str(MPI_BIN), "--test", "bw", "--pairs",
             "2", "-s", "64K", "--soak", f"{soak_s:g}", "--bucket", f"{BUCKET:g}",
             "--stall-fraction", f"{FRACTION:g}", "--series", str(tmp / "s"), "--pin", "none",
-            "--allow-oversubscribe", "--timeout", "60", "-o", str(tmp / "rows.csv")]
+            "--allow-oversubscribe", "--timeout", "60", "-o", str(tmp / "rows.csv"), *extra]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=ENV, start_new_session=True, preexec_fn=_nice)
+                            env={**ENV, **(env or {})}, start_new_session=True,
+                            preexec_fn=_nice)
 
 
-def _finish(proc: subprocess.Popen, timeout: float = 120) -> str:
+def _finish(proc: subprocess.Popen, timeout: float = 120, rc: int = 0) -> str:
     try:
         _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         _, err = proc.communicate()
         pytest.fail(f"the soak did not end in {timeout} s: {err[-2000:]}")
-    assert proc.returncode == 0, err[-2000:]
+    assert proc.returncode == rc, err[-2000:]
     return err
 
 
@@ -220,12 +222,47 @@ def test_soft_stop_keeps_a_partial_soak(tmp_path: Path) -> None:
     assert h.complete and h.partial
 
 
+def test_live_validation_checks_every_window_without_a_fault(tmp_path: Path) -> None:
+    _need_mpi()
+    _finish(_start(tmp_path, 1.0, "--validate-live", "1"))
+    rows = _rows(tmp_path)
+    assert all(r["status"] == "ok" for r in rows.values())
+    for pid in ("0", "1"):
+        h = soakfile.read_header(tmp_path / f"s-65536B-pair{pid}.pbsoak")
+        b = soak.read_series(h)
+        assert b["checked"].sum() > 0 and b["corrupt"].sum() == 0
+
+
+def test_planted_corruption_is_found_in_its_flow_and_bucket(tmp_path: Path) -> None:
+    """PAIRBENCH_SOAK_FAULT flips one byte of pair 1's first checked message at or after
+    1.0 s: that pair's row is an error that says so (exit 1), the bucket of the series that
+    holds it counts exactly one corrupt message, and pair 0 has none."""
+    _need_mpi()
+    err = _finish(_start(tmp_path, 2.0, "--validate-live", "1",
+                         env={"PAIRBENCH_SOAK_FAULT": "flip:1:1.0"}), rc=1)
+    assert "DATA CORRUPTED under load" in err, err[-2000:]
+    rows = _rows(tmp_path)
+    assert rows["0"]["status"] == "ok"
+    assert rows["1"]["status"] == "error" and "DATA CORRUPTED" in rows["1"]["error"]
+    assert "1 of " in rows["1"]["error"]
+    b1 = soak.read_series(soakfile.read_header(tmp_path / "s-65536B-pair1.pbsoak"))
+    b0 = soak.read_series(soakfile.read_header(tmp_path / "s-65536B-pair0.pbsoak"))
+    assert b0["corrupt"].sum() == 0 and b0["checked"].sum() > 0
+    (where,) = np.flatnonzero(b1["corrupt"])
+    assert b1["corrupt"].sum() == 1
+    # the flip happens at the first check at or after 1.0 s: in bucket 5 (1.0-1.2 s) or, on
+    # a busy machine, a little later; never before
+    assert where >= int(1.0 / BUCKET), b1["corrupt"].tolist()
+    assert f"(bucket {where};" in rows["1"]["error"]
+
+
 def test_soak_usage_errors() -> None:
     _need_mpi()
     for args, needle in ((["--test", "latency", "--soak", "1"], "bandwidth and message-rate"),
                          (["--test", "bw", "--soak", "1.05"], "whole number"),
                          (["--test", "bw", "--bucket", "0.5"], "add --soak"),
-                         (["--test", "bw", "--soak", "2", "-n", "100"], "drop -n")):
+                         (["--test", "bw", "--soak", "2", "-n", "100"], "drop -n"),
+                         (["--test", "bw", "--validate-live", "4"], "add --soak")):
         p = subprocess.run(["mpirun", "-np", "2", str(MPI_BIN), *args], capture_output=True,
                            text=True, env=ENV, timeout=120, check=False)
         assert p.returncode == 2, (args, p.stderr[-1000:])

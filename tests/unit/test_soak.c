@@ -252,8 +252,37 @@ static void test_all_zero(void)
 	unlink(path);
 }
 
+/* --validate-live: the pattern is intact after fill, one flipped byte is one bad byte, and
+ * another pair or window is a different payload. */
+static void test_pattern(void)
+{
+	static unsigned char buf[65536 + 5];
+	double sec;
+
+	for (size_t len = 1; len <= sizeof(buf); len = len < 64 ? len + 1 : len * 3 + 5) {
+		pb_soak_pattern_fill(buf, len, 3, 77);
+		CHECK_EQ_INT(pb_soak_pattern_check(buf, len, 3, 77), 0);
+		buf[len / 2] ^= 0x5a;
+		CHECK_EQ_INT(pb_soak_pattern_check(buf, len, 3, 77), 1);
+		buf[len / 2] ^= 0x5a;
+		if (len >= 16) {
+			CHECK(pb_soak_pattern_check(buf, len, 4, 77) > 0);
+			CHECK(pb_soak_pattern_check(buf, len, 3, 78) > 0);
+		}
+	}
+	CHECK_EQ_INT(pb_soak_fault(NULL, 1, &sec), 0);
+	CHECK(sec < 0);
+	CHECK_EQ_INT(pb_soak_fault("flip:1:2.5", 1, &sec), 0);
+	CHECK(sec == 2.5);
+	CHECK_EQ_INT(pb_soak_fault("flip:1:2.5", 0, &sec), 0);
+	CHECK(sec < 0);
+	CHECK_EQ_INT(pb_soak_fault("flip:x", 1, &sec), -EINVAL);
+	CHECK_EQ_INT(pb_soak_fault("flip:1:2.5junk", 1, &sec), -EINVAL);
+}
+
 int main(void)
 {
+	test_pattern();
 	test_check();
 	test_path();
 	test_stall();

@@ -103,12 +103,20 @@ def flow_stats(buckets: np.ndarray, stall_fraction: float) -> FlowStats:
 
 
 def read_series(h: SoakHeader, start: int = 0, count: int | None = None) -> np.ndarray:
-    """Buckets [start, start + count) of a series file (all by default)."""
+    """Buckets [start, start + count) of a series file (all by default), with the receiver's
+    checks (--validate-live: checked, corrupt per bucket) from its -rx file when there is one."""
     n = h.buckets - start if count is None else min(count, h.buckets - start)
     if n <= 0:
         return np.zeros(0, dtype=BUCKET_DTYPE)
-    return np.fromfile(h.path, dtype=BUCKET_DTYPE, count=n,
-                       offset=soakfile.HEADER_BYTES + start * soakfile.BUCKET_BYTES)
+    out = np.fromfile(h.path, dtype=BUCKET_DTYPE, count=n,
+                      offset=soakfile.HEADER_BYTES + start * soakfile.BUCKET_BYTES)
+    rx = Path(h.path + soakfile.RX_SUFFIX)
+    if rx.is_file():
+        got = np.fromfile(rx, dtype=BUCKET_DTYPE, count=len(out),
+                          offset=soakfile.HEADER_BYTES + start * soakfile.BUCKET_BYTES)
+        out["checked"][:len(got)] += got["checked"]
+        out["corrupt"][:len(got)] += got["corrupt"]
+    return out
 
 
 # ---- the run's Parquet file ---------------------------------------------------------------
@@ -201,6 +209,7 @@ def convert(folder: Path, out: Path, keep: bool = False) -> list[Flow]:
     if not keep:
         for path in files:
             path.unlink(missing_ok=True)
+            Path(str(path) + soakfile.RX_SUFFIX).unlink(missing_ok=True)
     return flows
 
 

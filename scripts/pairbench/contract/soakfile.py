@@ -18,6 +18,7 @@ VERSION = 1
 HEADER_BYTES = 512
 BUCKET_BYTES = 16
 SUFFIX = ".pbsoak"
+RX_SUFFIX = "-rx"  # the receiver's checks of a flow (--validate-live), same format (core/pb_soak.h)
 # struct pb_soak_header, native byte order, no padding (8 u32, 5 u64, i64, double, strings).
 _HEADER = struct.Struct("=8s8I5Qqd8s32s64s64s64s")
 

@@ -152,6 +152,11 @@ EXE_OPTIONS: tuple[ExeOption, ...] = (
     ExeOption("--stall-fraction", float, "soak: a stall is a run of buckets below this fraction "
               "of the pair's median bucket (the executables' default 0.5)", layers=("mpi",),
               check=_fraction, layer_hint="--stall-fraction is for --layer mpi (a soak's stalls)"),
+    ExeOption("--validate-live", int, "soak: data checked under load: the receiver checks the "
+              "first message of every Nth window; a corruption makes the pair's row an error "
+              "and is counted per bucket in soak.parquet (0 = off)", dest="validate_every",
+              layers=("mpi",), check=_nonneg,
+              layer_hint="--validate-live is for --layer mpi (a soak's checks)"),
     ExeOption("--device", str, "verbs: RDMA devices of every point (pairbench-verbs -d: pairs "
               "round-robin over them; all = every device with an ACTIVE port); per-device "
               "aggregate rows follow (docs/verbs.md)", cli="--devices", dest="devices",
@@ -170,9 +175,10 @@ def _rules(v: Mapping[str, Any]) -> None:
                          f"{v['duration_s']:g} both given: choose a fixed count or a common "
                          "window")
     soak, bucket = v.get("soak_s"), v.get("bucket_s")
-    if soak is None and (bucket is not None or v.get("stall_fraction") is not None):
-        raise UsageError(f"{'--bucket' if bucket is not None else '--stall-fraction'} applies "
-                         "to a soak: add --soak SECONDS")
+    for key_, flag in (("bucket_s", "--bucket"), ("stall_fraction", "--stall-fraction"),
+                       ("validate_every", "--validate-live")):
+        if soak is None and v.get(key_) is not None:
+            raise UsageError(f"{flag} applies to a soak: add --soak SECONDS")
     if soak is not None:
         if v.get("iterations") or v.get("duration_s"):
             raise UsageError("--soak is the window of every point: drop "
