@@ -336,7 +336,8 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 		pb_log_error("%s needs --pairs >= %u", t->info.name, t->info.min_pairs);
 		return -EINVAL;
 	}
-	if (pb_common_check(&p->c, err, sizeof(err)) || pb_window_check(&p->c, err, sizeof(err))) {
+	if (pb_common_check(&p->c, err, sizeof(err)) || pb_window_check(&p->c, err, sizeof(err)) ||
+	    pb_window_check_time_opts(&p->c, vb_opts, VB_NOPTS, res, err, sizeof(err))) {
 		pb_log_error("%s", err);
 		return -EINVAL;
 	}

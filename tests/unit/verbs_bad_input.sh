@@ -18,6 +18,10 @@ check() { # expected-text args...
 }
 check "--pin-list is used only with --pin list" --pin-list 0,1
 check "--pin list needs --pin-list" --pin list
+# issue 37: a time option of the default timing beside -n or -D (they would override it)
+check "--lat-seconds applies without -n/-D" -n 10 --lat-seconds 1
+check "--bw-seconds applies without -n/-D" --test write_bw -D 0.2 --bw-seconds 1
+check "--lat-samples applies without -n/-D" -n 10 --lat-samples 50
 check "is not 'auto' or an integer" -x "$long"
 check "too long" -s "$long"
 check "is too large" -s "$(echo "$long" | cut -c1-900)"
