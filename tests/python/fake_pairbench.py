@@ -223,6 +223,22 @@ def fake_counters(rows: list[dict], sizes: list[int]) -> list[dict]:
     return out
 
 
+def fake_pattern_node(a: argparse.Namespace) -> int | None:
+    """--pattern: the node of line RANK of --pattern-hosts (the launcher's rank variable),
+    %r in -o/--env-json replaced by it, the rows' host that node's name and pattern the
+    pattern; a rank beyond the file is refused (exit 2) as the real one does."""
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("SLURM_PROCID")
+    if rank is None or not a.pattern_hosts:
+        return usage("--pattern needs a launcher rank and --pattern-hosts")
+    names = [ln.split()[0] for ln in Path(a.pattern_hosts).read_text().splitlines() if ln.split()]
+    if int(rank) >= len(names):
+        return usage(f"--pattern: rank {rank}, --pattern-hosts lists {len(names)} nodes")
+    os.environ["FAKE_PB_HOST"] = names[int(rank)]
+    a.output = a.output.replace("%r", rank) if a.output else None
+    a.env_json = a.env_json.replace("%r", rank) if a.env_json else None
+    return None
+
+
 def main() -> int:
     mode = os.environ.get("FAKE_PB_MODE", "ok")
     layer = "mpi" if "mpi" in HERE.name or os.environ.get("FAKE_PB_LAYER") == "mpi" else "verbs"
@@ -260,10 +276,16 @@ def main() -> int:
     ap.add_argument("--connect")
     ap.add_argument("--server", action="store_true")
     ap.add_argument("-d", "--device")
+    ap.add_argument("--pattern")  # pairbench-verbs --pattern: one rank per node (issue 35)
+    ap.add_argument("--pattern-hosts")
     try:
         a = ap.parse_args()
     except SystemExit as exc:
         return 2 if exc.code else 0
+    if a.pattern is not None:
+        rc = fake_pattern_node(a)
+        if rc is not None:
+            return rc
     a.count = a.iterations is not None
     if not a.count:
         a.iterations = 1000
@@ -332,6 +354,8 @@ def main() -> int:
     for r in rows:
         if peer and r["pair_id"] != "all":
             r["peer"] = peer
+        if a.pattern is not None:
+            r["pattern"] = a.pattern
     if mode == "errorrow":
         for r in rows:
             if r["msg_size_bytes"] == str(sizes[-1]):

@@ -81,3 +81,46 @@ def test_cli_refuses_with_one_line(tmp_path: Path) -> None:
                "--pairs", "1,2", "--binary", str(FAKE), "--results-dir", str(tmp_path),
                "--no-progress")
     assert_clean_error(proc, "--pattern needs a launcher that starts one rank per node")
+
+
+FAKE_MPIRUN = '''#!/usr/bin/env python3
+"""mpirun as rank_job calls it: -np K ... EXE ARGS: EXE K times at once, rank i in
+OMPI_COMM_WORLD_RANK; exit code: the largest of theirs."""
+import os, subprocess, sys
+args = sys.argv[1:]
+k = int(args[args.index("-np") + 1])
+i = 0
+while i < len(args) and (args[i].startswith("-") or args[i - 1] in ("-np", "--map-by",
+        "--hostfile", "--mca") or (i >= 2 and args[i - 2] == "--mca")):
+    i += 1
+exe = args[i:]
+procs = [subprocess.Popen(exe, env={**os.environ, "OMPI_COMM_WORLD_RANK": str(r),
+                                    "OMPI_COMM_WORLD_SIZE": str(k)}) for r in range(k)]
+sys.exit(max(p.wait() for p in procs))
+'''
+
+
+def test_a_sweep_through_a_launcher_keeps_the_targets_rows(tmp_path: Path) -> None:
+    """End to end with the fake executable and a fake mpirun: each point starts P + 1 ranks,
+    each writes its own CSV under its node's name, data.csv holds rank 0's (the target's)
+    rows with pairs = P, pattern incast."""
+    import csv
+
+    mpirun = tmp_path / "mpirun"
+    mpirun.write_text(FAKE_MPIRUN)
+    mpirun.chmod(0o755)
+    proc = cli("sweep", "--layer", "verbs", "--test", "write_bw", "--pattern", "incast",
+               "--pairs", "1,2", "--sizes", "8,64", "--launcher", "mpirun", "--launcher-cmd",
+               str(mpirun), "--hosts", "t0,s1,s2", "--binary", str(FAKE), "--results-dir",
+               str(tmp_path / "res"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    raw = sorted(p.name for p in (run_dir / "raw").glob("*.csv"))
+    assert raw == ["r1-write_bw-p1.0.csv", "r1-write_bw-p1.1.csv", "r1-write_bw-p2.0.csv",
+                   "r1-write_bw-p2.1.csv", "r1-write_bw-p2.2.csv"], raw
+    assert (run_dir / "raw/r1-write_bw-p2.hosts").read_text().split() == [
+        "t0", "slots=1", "s1", "slots=1", "s2", "slots=1"]
+    with open(run_dir / "data.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["pairs"], r["host"], r["pattern"]) for r in rows} == {("1", "t0", "incast"),
+                                                                    ("2", "t0", "incast")}
