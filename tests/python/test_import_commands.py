@@ -63,6 +63,23 @@ def test_compare_gives_each_of_the_three_answers(runs: dict[str, Path]) -> None:
     assert proc.returncode == 3 and gate(proc) == "inconclusive"
 
 
+def test_compare_and_report_imb_and_nccl_imports(runs: dict[str, Path], tmp_path: Path) -> None:
+    imb_files = sorted((DATA / "imb").glob("2021.9.1-src_c-pt2pt-r*"))
+    again = imported(tmp_path, "imb", *reversed(imb_files))
+    proc = cli("compare", str(runs["imb"]), str(again), "--format", "json")
+    res = json.loads(proc.stdout)
+    assert proc.returncode == res["exit_code"] and res["gate"] == gate(proc)
+    assert {p["test"] for p in res["points"]} == {"PingPong", "PingPing", "Sendrecv", "Exchange"}
+    assert {p["metric"] for p in res["points"]} == {"lat_us_mean", "bw_gbit_s"}
+    assert {(p["n_base"], p["n_new"]) for p in res["points"]} == {(3, 3)}
+    proc = cli("compare", str(runs["nccl"]), str(runs["nccl"]))
+    assert proc.returncode == 0 and gate(proc) == "no regression"
+    html = tmp_path / "imb.html"
+    proc = cli("report", str(again), str(runs["imb"]), "--out", str(html))
+    assert proc.returncode == 0, proc.stderr
+    assert "PingPong" in html.read_text()
+
+
 def test_show_plot_report_on_imported_runs(runs: dict[str, Path], tmp_path: Path) -> None:
     for name in ("march", "osu", "imb", "nccl"):
         proc = cli("show", str(runs[name]))

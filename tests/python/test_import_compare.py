@@ -36,6 +36,15 @@ def test_compare_refuses_two_tools_unless_asked(runs: dict[str, Path]) -> None:
     assert "compare: warning: across tools (BASE osu, NEW imb)" in proc.stderr
     assert "compare: method: OSU:" in proc.stderr and "compare: method: IMB:" in proc.stderr
     assert "latency" in proc.stdout  # osu_latency and PingPong meet as the MPI latency
-    # a pairbench run and an imported one are two tools too
     proc = cli("compare", str(runs["march"]), str(runs["nccl"]))
     assert_clean_error(proc, "perftest", "nccl-tests", "--across-tools")
+
+
+def test_a_pairbench_run_and_an_imported_one_are_two_tools(base_run: Path,
+                                                            runs: dict[str, Path]) -> None:
+    proc = cli("compare", str(base_run), str(runs["march"]))
+    assert_clean_error(proc, "BASE was measured by pairbench, NEW by perftest", "--across-tools")
+    proc = cli("compare", str(runs["march"]), str(base_run), "--across-tools")
+    # ib_write_bw meets verbs write_bw; the fake run's sizes share none with March's log
+    assert "compare: method: perftest:" in proc.stderr and "compare: method: pairbench:" in \
+        proc.stderr

@@ -42,7 +42,9 @@ DEFAULT_METRICS = ["lat_us_p50", "lat_us_p99", "bw_gbit_s", "msg_rate_per_s",
 DEFAULT_RELATIVE = {"lat_us_p99": 0.15, "lat_us_p999": 0.25, "lat_us_max": 0.5}
 DEFAULT_REL = 0.05
 # A point timed as blocks (pairbench-mpi --timing block, flag block_timed) has one latency
-# statistic, the mean: by default it is compared on that alone (docs/mpi.md, Block timing).
+# statistic, the mean: by default it is compared on that instead of the latency percentiles
+# (docs/mpi.md, Block timing); what else it measured (an imported IMB or nccl-tests
+# bandwidth, docs/import.md) is compared as usual.
 BLOCK_METRICS = ["lat_us_mean"]
 
 
@@ -170,7 +172,7 @@ def point_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
             continue  # a 'not comparable' row from _timing_rows says why
         here = wanted
         if tb == "block" and not (metrics or th.metrics):
-            here = BLOCK_METRICS
+            here = BLOCK_METRICS + [m for m in wanted if METRICS[m].unit != "µs"]
         for metric in here:
             if metric not in b.columns or metric not in n.columns:
                 continue
