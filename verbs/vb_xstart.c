@@ -22,6 +22,7 @@
 #include "pb_clock.h"
 #include "pb_flags.h"
 #include "vb_qp.h"
+#include "vb_xsmath.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +31,8 @@
 
 #define VB_XSTART_PINGS 8
 #define VB_W_PING 4
-#define VB_W_PONG 5
+#define VB_W_PONG 5          /* the peer's clock; then VB_W_PONG_SEQ = the ping's number */
+#define VB_W_PONG_SEQ 7
 #define VB_W_START 6
 #define VB_W_WINDOW 8        /* 8..12: start, end, bytes, messages, done */
 #define VB_W_WINDOW_SEQ 13
@@ -60,20 +62,19 @@ static int vb_xstart_ping(struct vb_worker *w, int64_t *theta, int64_t *bound)
 		uint64_t seq = ++w->xs_seq, t1 = pb_clock_now_ns(), t2, t3, v;
 
 		if ((rc = vb_ctrl_write(w, VB_W_PING, seq)) ||
-		    (rc = vb_xstart_wait(w, VB_W_PONG, 0xff, seq & 0xff, &v, "the peer (clock ping)")))
+		    (rc = vb_xstart_wait(w, VB_W_PONG_SEQ, ~0ull, seq, &v, "the peer (clock ping)")))
 			return rc;
 		t3 = pb_clock_now_ns();
-		t2 = v >> 8;
+		t2 = w->ctrl->in[VB_W_PONG];  /* written before the sequence word, on the same QP */
 		if (t3 - t1 < best) {
 			best = t3 - t1;
-			*theta = (int64_t)t2 - (int64_t)(t1 / 2 + t3 / 2 + (t1 % 2 + t3 % 2) / 2);
-			*bound = (int64_t)(best / 2 + 1);
+			vb_xs_ping(t1, t2, t3, theta, bound);
 		}
 	}
 	return 0;
 }
 
-/* Server: answer each ping with our clock (56 bits of ns, the ping's low byte). */
+/* Server: answer each ping with our clock, then the ping's number (the client waits for it). */
 static int vb_xstart_pong(struct vb_worker *w)
 {
 	int rc;
@@ -82,7 +83,8 @@ static int vb_xstart_pong(struct vb_worker *w)
 		uint64_t seq = ++w->xs_seq, v;
 
 		if ((rc = vb_xstart_wait(w, VB_W_PING, ~0ull, seq, &v, "the peer (clock ping)")) ||
-		    (rc = vb_ctrl_write(w, VB_W_PONG, (pb_clock_now_ns() << 8) | (seq & 0xff))))
+		    (rc = vb_ctrl_write(w, VB_W_PONG, pb_clock_now_ns())) ||
+		    (rc = vb_ctrl_write(w, VB_W_PONG_SEQ, seq)))
 			return rc;
 	}
 	return 0;
@@ -117,7 +119,7 @@ int vb_xstart_before(struct vb_worker *w)
 	if (rc || w->side == VB_SERVER)
 		return rc;
 	theirs = w->ctrl->in[VB_W_START];
-	w->xs_offset_ns = (int64_t)start - ((int64_t)theirs - theta);
+	w->xs_offset_ns = vb_xs_offset(start, theirs, theta);
 	w->xs_bound_ns = bound;
 	w->xs_theta_ns = theta;
 	return 0;
@@ -177,7 +179,7 @@ int vb_xstart_timed(void *tctx, struct pb_timed *t)
 	if (mag > (rep->xs_offset_max_ns < 0 ? -rep->xs_offset_max_ns : rep->xs_offset_max_ns))
 		rep->xs_offset_max_ns = off;
 	rep->xs_points++;
-	if (t->end_ns > t->start_ns && (double)mag > VB_XSTART_FLAG_FRACTION * (double)(t->end_ns - t->start_ns))
+	if (vb_xs_flagged(off, t->start_ns, t->end_ns))
 		pb_flags_merge(t->flags, sizeof(t->flags), "cross_node_start");
 	return 0;
 }

@@ -9,9 +9,6 @@
 
 #include "vb.h"
 
-/* Fraction of a row's window beyond which its node's start offset is flagged. */
-#define VB_XSTART_FLAG_FRACTION 0.025
-
 /*
  * The cross-node start of one point: rounds of (pair sync, node barrier), then the clock
  * offset to the peer (best of VB_XSTART_PINGS ping-pongs over the ctrl words) and the
