@@ -38,7 +38,7 @@ static int pb_canary_cmp(const void *a, const void *b)
 void pb_canary_measure(struct pb_canary *c)
 {
 	double sorted[PB_CANARY_LOOPS];
-	uint64_t start, prev, now, gap = 0, reads = 0;
+	uint64_t start, prev, now, gap = 0, reads = 0, away = 0;
 
 	for (int i = 0; i < PB_CANARY_LOOPS; i++)
 		c->loop_ns[i] = sorted[i] = pb_canary_loop_ns();
@@ -49,10 +49,13 @@ void pb_canary_measure(struct pb_canary *c)
 		now = pb_clock_now_ns();
 		if (now - prev > gap)
 			gap = now - prev;
+		if (now - prev > PB_CANARY_GAP_NS)
+			away += now - prev;
 		prev = now;
 		reads++;
 	} while (now - start < (uint64_t)PB_CANARY_SPIN_MS * 1000000ull);
 	c->max_gap_us = (double)gap / 1e3;
+	c->cpu_share = 1.0 - (double)away / (double)(now - start);
 	c->spin_reads = reads;
 	c->cpu = sched_getcpu();
 }
@@ -62,8 +65,8 @@ void pb_canary_json(FILE *f, const struct pb_canary *c)
 	fprintf(f, "  \"host_canary\": {\"cpu_loop_ns\": %.4f, \"loop_ns\": [", c->cpu_loop_ns);
 	for (int i = 0; i < PB_CANARY_LOOPS; i++)
 		fprintf(f, "%s%.4f", i ? ", " : "", c->loop_ns[i]);
-	fprintf(f, "], \"iterations\": %u, \"max_gap_us\": %.3f, \"spin_ms\": %d, "
-		"\"spin_reads\": %llu, \"cpu\": %d},\n",
-		PB_CANARY_ITERATIONS, c->max_gap_us, PB_CANARY_SPIN_MS,
-		(unsigned long long)c->spin_reads, c->cpu);
+	fprintf(f, "], \"iterations\": %u, \"max_gap_us\": %.3f, \"cpu_share\": %.4f, "
+		"\"spin_ms\": %d, \"gap_threshold_us\": %g, \"spin_reads\": %llu, \"cpu\": %d},\n",
+		PB_CANARY_ITERATIONS, c->max_gap_us, c->cpu_share, PB_CANARY_SPIN_MS,
+		PB_CANARY_GAP_NS / 1e3, (unsigned long long)c->spin_reads, c->cpu);
 }

@@ -130,11 +130,38 @@ def test_the_rule() -> None:
     # no spread: the floor (1.25x) decides
     assert canary.threshold(canary.noise_sd(_reps([1.0, 1.0, 1.0]))) == 1.25
     assert canary.threshold(None) == 1.25
-    # the canary's own spread widens it: 4 robust SDs of its log values
+    assert canary.noise_sd(_reps([1.0])) is None      # one repetition: spread unknown
+    # the canary's own spread widens it: 4 robust SDs of its log values (pairwise differences)
     s = canary.noise_sd(_reps([1.0, 1.3, 0.77]))
-    assert s == pytest.approx(1.4826 * math.log(1.3), rel=0.01)
+    assert s == pytest.approx(math.log(1.3) / (0.6745 * math.sqrt(2)), rel=0.01)
     assert canary.threshold(s) == pytest.approx(math.exp(4 * s))
-    # one slow repetition of three stands out of its run
-    reps = _reps([1.0, 1.02, 3.0])
-    slow = canary.slow_repetitions(reps, 1.02, canary.threshold(canary.noise_sd(reps)))
-    assert [(x.repetition, round(x.factor, 1)) for x in slow] == [(3, 2.9)]
+    # one slow repetition of three stands out of the others (leave one out)
+    slow = canary.slow_repetitions(_reps([1.0, 1.02, 3.0]))
+    assert [(x.repetition, round(x.factor, 1)) for x in slow] == [(3, 3.0)]
+    # two repetitions: the slower one when it is 1.25x the other
+    assert [x.repetition for x in canary.slow_repetitions(_reps([2.0, 1.0]))] == [1]
+    assert canary.slow_repetitions(_reps([1.2, 1.0])) == []
+
+
+def _with_share(src: Path, dst: Path, share: float) -> Path:
+    shutil.copytree(src, dst)
+    meta = json.loads((dst / "metadata.json").read_text())
+    for i, p in enumerate(meta["points"]):
+        p["env_record"]["host_canary"]["cpu_share"] = share * WOBBLE[i % len(WOBBLE)]
+    (dst / "metadata.json").write_text(json.dumps(meta))
+    return dst
+
+
+def test_less_cpu_for_the_benchmark_is_a_slower_host(runs: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    """Same CPU speed while running, a third of the CPU (other processes, a hypervisor):
+    the cpu_share measure says so."""
+    base = _with_share(runs["base"], tmp_path / "base", 0.9)
+    crowded = _with_share(runs["same"], tmp_path / "crowded", 0.3)
+    proc = cli("compare", str(base), str(crowded))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[1].startswith(
+        "  the host gave the benchmark 3.0× less CPU during NEW (host canary: CPU share "
+        "0.90 → 0.30 of a 30 ms spin;"), proc.stdout
+    aa = cli("compare", str(base), str(_with_share(runs["same"], tmp_path / "aa", 0.88)))
+    assert "the host" not in aa.stdout

@@ -89,6 +89,7 @@ def test_real_record_has_build_tuning_and_canary(vader_runs: dict[str, Path]) ->
     assert rec["build"]["compiler"] and rec["build"]["c_flags"]
     hc = rec["host_canary"]
     assert hc["cpu_loop_ns"] > 0 and hc["max_gap_us"] >= 0 and len(hc["loop_ns"]) == 7
+    assert 0 < hc["cpu_share"] <= 1
     assert set(meta["host_canary"]) == {p["name"] for p in meta["points"]}
     # the MCA parameter files Open MPI reads here, with their settings
     files = meta["fingerprint"]["mpi"]["mca_param_files"]

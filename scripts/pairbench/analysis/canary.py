@@ -2,21 +2,24 @@
 
 Every executable measures a short probe of its host's speed that involves no adapter when
 it writes its environment record (core/pb_canary.c): `cpu_loop_ns`, the time per iteration
-of a fixed CPU-bound loop (median of 7 timed runs), and `max_gap_us`, the longest gap
-between consecutive clock reads in a 10 ms spin. A sweep keeps one per point and
-repetition (metadata.json "host_canary", and each point's env_record).
+of a fixed CPU-bound loop (median of 7 short timed runs: the CPU's speed while the process
+runs), `cpu_share`, the fraction of a 30 ms spin's wall time the process ran (how much CPU
+it got), and `max_gap_us`, the longest gap between consecutive clock reads in that spin. A
+sweep keeps one per point and repetition (metadata.json "host_canary", and each point's
+env_record). Two measures are judged alike: the loop time, and 1 / cpu_share (the wall
+time per unit of CPU time); a host is slower by either.
 
 The rule (docs/compare-and-accept.md "The host canary"), on log values:
 
-- a repetition's canary c_r = the median of cpu_loop_ns over that repetition's points (all
+- a repetition's canary c_r = the median of the measure over that repetition's points (all
   of them, or those the two runs share when comparing);
-- the canary's own noise s = 1.4826 × the median absolute deviation of ln c_r from its
-  run's median, pooled over the repetitions of both runs (runs of one repetition add
-  nothing; with none, s is unknown and only the floor below applies);
+- the canary's own noise s = the median of |ln c_i − ln c_j| over every pair of
+  repetitions of the same run, pooled over both runs, / 0.954 (a robust SD; runs of one
+  repetition add nothing; with none, s is unknown and only the floor below applies);
 - the host moved when the ratio of the runs' medians R = median(c_NEW) / median(c_BASE)
   is beyond its noise: |ln R| >= max(ln 1.25, 4 s). A repetition of a run is flagged slow
-  when c_r >= the reference × max(1.25, e^(4 s)) (the reference: BASE's median in a
-  comparison, the run's own median alone).
+  when c_r >= the median of the run's other repetitions × max(1.25, e^(4 s')), s' from
+  those others alone.
 
 Pure functions of the metadata dicts.
 """
@@ -26,13 +29,14 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # The smallest change of host speed that counts, whatever the noise: 25 %.
 MIN_FACTOR = 1.25
 # How many of the canary's own robust standard deviations a change must exceed.
 NOISE_SDS = 4.0
-MAD_TO_SD = 1.4826
+PAIR_TO_SD = 0.6745 * math.sqrt(2)
 
 _REP = re.compile(r"^r(\d+)-")
 
@@ -43,6 +47,7 @@ class Sample:
     repetition: int
     cpu_loop_ns: float
     max_gap_us: float | None
+    cpu_share: float | None = None
 
 
 def samples(meta: dict) -> list[Sample]:
@@ -64,8 +69,10 @@ def samples(meta: dict) -> list[Sample]:
         if not isinstance(rep, int):
             m = _REP.match(name)
             rep = int(m.group(1)) if m else 1
+        share = hc.get("cpu_share")
+        share = float(share) if isinstance(share, (int, float)) and 0 < share <= 1 else None
         out.append(Sample(_REP.sub("", name), rep, float(loop),
-                          float(gap) if isinstance(gap, (int, float)) else None))
+                          float(gap) if isinstance(gap, (int, float)) else None, share))
     return out
 
 
@@ -75,11 +82,12 @@ class RepCanary:
     cpu_loop_ns: float          # median over the repetition's points
     max_gap_us: float | None    # the largest over them
     points: int
+    cpu_share: float | None = None   # median over them; None when a point lacks it
 
 
 def per_repetition(ss: list[Sample], points: set[str] | None = None) -> list[RepCanary]:
-    """One canary per repetition: the median cpu_loop_ns of its points (those in points,
-    if given) and their largest gap."""
+    """One canary per repetition: the median cpu_loop_ns and cpu_share of its points (those
+    in points, if given) and their largest gap."""
     reps: dict[int, list[Sample]] = {}
     for s in ss:
         if points is None or s.point in points:
@@ -88,22 +96,38 @@ def per_repetition(ss: list[Sample], points: set[str] | None = None) -> list[Rep
     for r in sorted(reps):
         g = reps[r]
         gaps = [s.max_gap_us for s in g if s.max_gap_us is not None]
+        shares = [s.cpu_share for s in g if s.cpu_share is not None]
         out.append(RepCanary(r, statistics.median(s.cpu_loop_ns for s in g),
-                             max(gaps) if gaps else None, len(g)))
+                             max(gaps) if gaps else None, len(g),
+                             statistics.median(shares) if len(shares) == len(g) else None))
     return out
 
 
-def noise_sd(*runs: list[RepCanary]) -> float | None:
-    """s: the robust SD of ln c_r around its own run's median, pooled over the runs given;
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    value: Callable[[RepCanary], float | None]   # higher = the host slower
+    slower: str                                  # '3.0× slower', as words
+    shown: Callable[[float], str]                # a median, as recorded
+
+
+LOOP = Measure("cpu_loop", lambda r: r.cpu_loop_ns, "slower",
+               lambda v: f"CPU loop {v:.3g}")
+SHARE = Measure("cpu_share", lambda r: 1 / r.cpu_share if r.cpu_share else None,
+                "less CPU for the benchmark", lambda v: f"CPU share {1 / v:.2f}")
+MEASURES = (LOOP, SHARE)
+
+
+def noise_sd(*runs: list[RepCanary], measure: Measure = LOOP) -> float | None:
+    """s: the canary's own repetition-to-repetition spread, a robust SD of its log values:
+    the median of |ln c_i - ln c_j| over all pairs of repetitions of the same run, pooled
+    over the runs given, / 0.954 (= 0.6745 × √2, so that s estimates σ for normal noise).
     None when no run has two repetitions."""
-    devs: list[float] = []
+    diffs: list[float] = []
     for reps in runs:
-        if len(reps) < 2:
-            continue
-        logs = [math.log(r.cpu_loop_ns) for r in reps]
-        med = statistics.median(logs)
-        devs += [abs(x - med) for x in logs]
-    return MAD_TO_SD * statistics.median(devs) if devs else None
+        logs = [math.log(measure.value(r)) for r in reps]  # type: ignore[arg-type]
+        diffs += [abs(x - y) for i, x in enumerate(logs) for y in logs[i + 1:]]
+    return statistics.median(diffs) / PAIR_TO_SD if diffs else None
 
 
 def threshold(s: float | None) -> float:
@@ -116,55 +140,116 @@ class SlowRep:
     side: str                   # BASE | NEW | '' (a run on its own)
     repetition: int
     factor: float               # c_r / reference
+    measure: str = LOOP.name
 
     def line(self) -> str:
         who = f"{self.side} " if self.side else ""
-        return (f"{who}repetition {self.repetition} ran while the host was "
-                f"{self.factor:.1f}× slower (host canary)")
+        how = (f"was {self.factor:.1f}× slower" if self.measure == LOOP.name
+               else f"gave it {self.factor:.1f}× less CPU")
+        return f"{who}repetition {self.repetition} ran while the host {how} (host canary)"
 
 
-def slow_repetitions(reps: list[RepCanary], reference: float, factor: float,
-                     side: str = "") -> list[SlowRep]:
-    return [SlowRep(side, r.repetition, r.cpu_loop_ns / reference) for r in reps
-            if r.cpu_loop_ns >= reference * factor]
+def slow_repetitions(reps: list[RepCanary], side: str = "",
+                     measure: Measure = LOOP) -> list[SlowRep]:
+    """The repetitions of one run beyond the noise of its other repetitions: c_r >= the
+    others' median × max(1.25, e^(4 s)), s from the others alone (leave one out, so that
+    the slow repetition does not widen its own yardstick; with one other, the floor)."""
+    out = []
+    for i, r in enumerate(reps):
+        others = reps[:i] + reps[i + 1:]
+        v = measure.value(r)
+        if not others or v is None:
+            continue
+        ref = statistics.median(measure.value(o) for o in others)  # type: ignore[misc]
+        if v >= ref * threshold(noise_sd(others, measure=measure)):
+            out.append(SlowRep(side, r.repetition, v / ref, measure.name))
+    return out
 
 
 @dataclass
-class HostCheck:
-    """The canary of two runs compared (or of one run: base_* empty)."""
-    recorded: tuple[bool, bool]                  # (BASE, NEW) has a canary
-    base: list[RepCanary] = field(default_factory=list)
-    new: list[RepCanary] = field(default_factory=list)
+class Judged:
+    """One measure of two runs (or of one run: base empty)."""
+    measure: Measure
+    base_median: float = math.nan
+    new_median: float = math.nan
     ratio: float = math.nan                      # median(NEW) / median(BASE)
     noise: float | None = None                   # s (log units)
     factor: float = MIN_FACTOR                   # the threshold in use
     moved: bool = False
-    slow: list[SlowRep] = field(default_factory=list)
 
     def line(self) -> str:
-        """'the host was 3.1× slower during NEW (host canary: CPU loop 1.35 → 4.19 ns per
-        iteration, beyond its noise: 1.25×)'."""
-        b = statistics.median(r.cpu_loop_ns for r in self.base)
-        n = statistics.median(r.cpu_loop_ns for r in self.new)
-        how = (f"{self.ratio:.1f}× slower" if self.ratio >= 1
-               else f"{1 / self.ratio:.1f}× faster")
+        """'the host was 3.0× slower during NEW (host canary: CPU loop 1.31 → 3.92 ns per
+        iteration; beyond its noise from 1.25×, its repetitions spread 1 %)'."""
         noise = ("its own spread unknown: one repetition" if self.noise is None
                  else f"its repetitions spread {100 * (math.exp(self.noise) - 1):.0f} %")
-        return (f"the host was {how} during NEW (host canary: CPU loop {b:.3g} → {n:.3g} ns "
-                f"per iteration; beyond its noise from {self.factor:.2f}×, {noise})")
+        m = self.measure
+        if m is LOOP:
+            how = (f"was {self.ratio:.1f}× slower" if self.ratio >= 1
+                   else f"was {1 / self.ratio:.1f}× faster")
+            what = f"CPU loop {self.base_median:.3g} → {self.new_median:.3g} ns per iteration"
+        else:
+            how = (f"gave the benchmark {self.ratio:.1f}× less CPU" if self.ratio >= 1
+                   else f"gave the benchmark {1 / self.ratio:.1f}× more CPU")
+            what = (f"CPU share {1 / self.base_median:.2f} → {1 / self.new_median:.2f} of a "
+                    "30 ms spin")
+        return (f"the host {how} during NEW (host canary: {what}; beyond its noise from "
+                f"{self.factor:.2f}×, {noise})")
 
     def to_json(self) -> dict:
+        return {"ratio": None if not math.isfinite(self.ratio) else self.ratio,
+                "noise_sd_log": self.noise, "threshold_factor": self.factor,
+                "moved": self.moved, "line": self.line() if self.moved else None}
+
+
+@dataclass
+class HostCheck:
+    """The canary of two runs compared (or of one run: base empty)."""
+    recorded: tuple[bool, bool]                  # (BASE, NEW) has a canary
+    base: list[RepCanary] = field(default_factory=list)
+    new: list[RepCanary] = field(default_factory=list)
+    judged: list[Judged] = field(default_factory=list)
+    slow: list[SlowRep] = field(default_factory=list)
+
+    def _loop(self) -> Judged:
+        return next((j for j in self.judged if j.measure is LOOP), Judged(LOOP))
+
+    @property
+    def moved(self) -> bool:
+        return any(j.moved for j in self.judged)
+
+    @property
+    def ratio(self) -> float:
+        return self._loop().ratio
+
+    @property
+    def noise(self) -> float | None:
+        return self._loop().noise
+
+    @property
+    def factor(self) -> float:
+        return self._loop().factor
+
+    def line(self) -> str:
+        return "; ".join(j.line() for j in self.judged if j.moved)
+
+    def to_json(self) -> dict:
+        loop = self._loop().to_json()
         return {"recorded": {"base": self.recorded[0], "new": self.recorded[1]},
                 "base": [r.__dict__ for r in self.base], "new": [r.__dict__ for r in self.new],
-                "ratio": None if not math.isfinite(self.ratio) else self.ratio,
-                "noise_sd_log": self.noise, "threshold_factor": self.factor,
-                "moved": self.moved, "line": self.line() if self.moved else None,
+                **loop, "moved": self.moved, "line": self.line() if self.moved else None,
+                "cpu_share": next((j.to_json() for j in self.judged if j.measure is SHARE),
+                                  None),
                 "slow_repetitions": [s.line() for s in self.slow]}
+
+
+def _usable(m: Measure, *runs: list[RepCanary]) -> bool:
+    return all(m.value(r) is not None for reps in runs for r in reps)
 
 
 def compare(base_meta: dict, new_meta: dict) -> HostCheck:
     """BASE's and NEW's canaries; moved only when both recorded one (a run from before the
-    canary: not recorded, never a difference)."""
+    canary: not recorded, never a difference). cpu_share is judged when every repetition
+    of both runs has it."""
     sb, sn = samples(base_meta), samples(new_meta)
     out = HostCheck((bool(sb), bool(sn)))
     if not sb or not sn:
@@ -172,14 +257,18 @@ def compare(base_meta: dict, new_meta: dict) -> HostCheck:
     common = {s.point for s in sb} & {s.point for s in sn}
     pts = common or None
     out.base, out.new = per_repetition(sb, pts), per_repetition(sn, pts)
-    mb = statistics.median(r.cpu_loop_ns for r in out.base)
-    mn = statistics.median(r.cpu_loop_ns for r in out.new)
-    out.ratio = mn / mb
-    out.noise = noise_sd(out.base, out.new)
-    out.factor = threshold(out.noise)
-    out.moved = abs(math.log(out.ratio)) >= math.log(out.factor)
-    out.slow = (slow_repetitions(out.base, mb, out.factor, "BASE")
-                + slow_repetitions(out.new, mb, out.factor, "NEW"))
+    for m in MEASURES:
+        if not _usable(m, out.base, out.new):
+            continue
+        j = Judged(m, statistics.median(m.value(r) for r in out.base),  # type: ignore[misc]
+                   statistics.median(m.value(r) for r in out.new))  # type: ignore[misc]
+        j.ratio = j.new_median / j.base_median
+        j.noise = noise_sd(out.base, out.new, measure=m)
+        j.factor = threshold(j.noise)
+        j.moved = abs(math.log(j.ratio)) >= math.log(j.factor)
+        out.judged.append(j)
+        out.slow += (slow_repetitions(out.base, "BASE", m)
+                     + slow_repetitions(out.new, "NEW", m))
     return out
 
 
@@ -190,8 +279,12 @@ def single(meta: dict) -> HostCheck:
     if not ss:
         return out
     out.new = per_repetition(ss)
-    out.noise = noise_sd(out.new)
-    out.factor = threshold(out.noise)
-    med = statistics.median(r.cpu_loop_ns for r in out.new)
-    out.slow = slow_repetitions(out.new, med, out.factor)
+    for m in MEASURES:
+        if not _usable(m, out.new):
+            continue
+        j = Judged(m, new_median=statistics.median(m.value(r) for r in out.new))  # type: ignore[misc]
+        j.noise = noise_sd(out.new, measure=m)
+        j.factor = threshold(j.noise)
+        out.judged.append(j)
+        out.slow += slow_repetitions(out.new, "", m)
     return out

@@ -247,41 +247,45 @@ def changed_section(base_meta: dict, meta: dict) -> Section:
 
 
 def host_canary_section(meta: dict, base_meta: dict | None = None) -> Section | None:
-    """The host canary per repetition (issue 37): the median CPU-loop time of its points
-    and their longest clock gap; a repetition taken while the host was slow is flagged
-    (analysis/canary.py, docs/compare-and-accept.md "The host canary")."""
+    """The host canary per repetition (issue 37): the median CPU-loop time and CPU share of
+    its points and their longest clock gap; a repetition taken while the host was slow is
+    flagged (analysis/canary.py, docs/compare-and-accept.md "The host canary")."""
     if base_meta is not None and canary.samples(base_meta) and canary.samples(meta):
         h = canary.compare(base_meta, meta)
-        sides = [("base", h.base), ("this run", h.new)]
-        slow = {(s.side, s.repetition): s for s in h.slow}
-        key = {"base": "BASE", "this run": "NEW"}
+        sides = [("base", "BASE", h.base), ("this run", "NEW", h.new)]
     else:
         h = canary.single(meta)
         if not h.new:
             return None
-        sides, slow, key = [("this run", h.new)], {(s.side, s.repetition): s
-                                                   for s in h.slow}, {"this run": ""}
+        sides = [("this run", "", h.new)]
+    slow: dict[tuple[str, int], list[str]] = {}
+    for s in h.slow:
+        slow.setdefault((s.side, s.repetition), []).append(
+            f"SLOW ({s.factor:.1f}×{'' if s.measure == canary.LOOP.name else ' less CPU'})")
     sec = Section("Host canary")
     sec.paragraphs.append(
         "A short probe of the host's own speed, no adapter involved, taken by the executable "
-        "at every point: the time per iteration of a fixed CPU loop and the longest gap "
-        "between two clock reads in a 10 ms spin. A repetition is flagged slow at "
-        f"{h.factor:.2f}× its reference (the base's median with a base, else the run's own; "
-        "at least 1.25×, more when the canary's own repetitions spread more).")
+        "at every point: the time per iteration of a fixed CPU loop (the CPU's speed while "
+        "the process runs), the share of a 30 ms spin the process got (how much CPU it got), "
+        "and the longest gap between two clock reads in that spin. A repetition is flagged "
+        "slow when either measure is worse than its reference (the base's median with a "
+        "base, else the run's own) by at least 1.25×, or by more when the canary's own "
+        "repetitions spread more (docs/compare-and-accept.md).")
     if base_meta is not None and h.moved:
         sec.paragraphs.append(h.line() + ": the comparison is inconclusive, not the "
                               "adapter's regression.")
     rows, classes = [], []
-    for side, reps in sides:
+    for label, side, reps in sides:
         for r in reps:
-            s = slow.get((key[side], r.repetition))
-            rows.append(([side] if len(sides) > 1 else []) + [
+            flag = ", ".join(slow.get((side, r.repetition), []))
+            rows.append(([label] if len(sides) > 1 else []) + [
                 str(r.repetition), fmt.num(r.cpu_loop_ns),
+                fmt.num(r.cpu_share) if r.cpu_share is not None else "—",
                 fmt.num(r.max_gap_us) if r.max_gap_us is not None else "—", str(r.points),
-                f"SLOW ({s.factor:.1f}×)" if s else ""])
-            classes.append("bad" if s else "")
+                flag])
+            classes.append("bad" if flag else "")
     head = (["run"] if len(sides) > 1 else []) + [
-        "repetition", "CPU loop (ns per iteration, median of its points)",
+        "repetition", "CPU loop (ns per iteration, median of its points)", "CPU share",
         "longest clock gap (µs)", "points", "flag"]
     sec.tables.append(Table(head, rows, classes=classes))
     return sec
