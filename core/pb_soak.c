@@ -492,6 +492,12 @@ static double pb_soak_share(const struct pb_soak_summary *s)
 	return s->p50_msgs > 0 ? s->min_msgs / s->p50_msgs : NAN;
 }
 
+static bool pb_soak_coarse(const struct pb_soak_summary *s)
+{
+	return s->window_msgs && s->p50_msgs > 0 &&
+	       s->p50_msgs < (double)PB_SOAK_MIN_WINDOWS * (double)s->window_msgs;
+}
+
 void pb_soak_row_pair(struct pb_row *row, const struct pb_soak_summary *s, uint64_t msg_size_bytes)
 {
 	if (!s->on)
@@ -511,6 +517,8 @@ void pb_soak_row_pair(struct pb_row *row, const struct pb_soak_summary *s, uint6
 		pb_row_add_flag(row, "soak_partial");
 	if (s->buckets >= 2 && s->p50_msgs == 0)
 		pb_row_add_flag(row, "soak_zero_median");
+	if (pb_soak_coarse(s))
+		pb_row_add_flag(row, "soak_coarse");
 }
 
 void pb_soak_agg_init(struct pb_soak_agg *a)
@@ -547,6 +555,7 @@ void pb_soak_agg_add(struct pb_soak_agg *a, const struct pb_soak_summary *s, uin
 		a->first_s = pb_soak_min(a->first_s, (double)s->first_stall_bucket * s->bucket_s);
 	a->partial |= s->partial != 0;
 	a->zero_median |= s->buckets >= 2 && s->p50_msgs == 0;
+	a->coarse |= pb_soak_coarse(s);
 }
 
 /* Infinity (no pair had the value) is an empty cell. */
@@ -575,4 +584,6 @@ void pb_soak_row_aggregate(struct pb_row *row, const struct pb_soak_agg *a)
 		pb_row_add_flag(row, "soak_partial");
 	if (a->zero_median)
 		pb_row_add_flag(row, "soak_zero_median");
+	if (a->coarse)
+		pb_row_add_flag(row, "soak_coarse");
 }

@@ -122,7 +122,14 @@ struct pb_soak_summary {
 	uint64_t first_stall_bucket;          /* UINT64_MAX: none */
 	uint64_t checked, corrupt;            /* --validate live totals */
 	uint64_t sum_msgs;                    /* over the buckets (equals the row's messages) */
+	uint64_t window_msgs;                 /* messages one window adds (set by the transport; 0 = unknown) */
 };
+
+/*
+ * A median bucket of fewer windows than this is coarse: one window more or less moves a
+ * bucket by over 10 % (rows flagged soak_coarse: use longer buckets or a smaller --window).
+ */
+#define PB_SOAK_MIN_WINDOWS 10
 
 /* A flow's recorder.  Create with pb_soak_open, one point at a time. */
 struct pb_soak_rec {
@@ -257,7 +264,7 @@ struct pb_soak_agg {
 	unsigned n, stalled;
 	double bucket_s, fraction, min_gbit, p1_gbit, p50_gbit, share, longest_s, first_s;
 	uint64_t buckets, stalls;
-	bool partial, zero_median;
+	bool partial, zero_median, coarse;
 };
 void pb_soak_agg_init(struct pb_soak_agg *a);
 void pb_soak_agg_add(struct pb_soak_agg *a, const struct pb_soak_summary *s, uint64_t msg_size_bytes);

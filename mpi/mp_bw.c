@@ -172,6 +172,7 @@ static int mp_stream_a_soak(struct mp_stream *s, uint64_t end_by_ns, double soak
 				    sizeof(t->error));
 	t->soak.checked = s->checked;
 	t->soak.corrupt = s->corrupt;
+	t->soak.window_msgs = (uint64_t)s->window * (s->bidir ? 2 : 1);
 	if (!rc && s->corrupt) {
 		/* Said loudly: the pair's row is an error naming when (the series says which buckets). */
 		snprintf(t->error, sizeof(t->error),

@@ -112,6 +112,16 @@ static void test_stall(void)
 	CHECK_STR(row.cell[PB_COL_longest_stall_s], "0.5");
 	CHECK_STR(row.cell[PB_COL_min_bucket_share], "0");
 	CHECK(strstr(row.cell[PB_COL_flags], "soak_zero_median") == NULL);
+	CHECK(strstr(row.cell[PB_COL_flags], "soak_coarse") == NULL); /* window unknown */
+	/* 1000 messages per median bucket in windows of 64: 15.6 windows, not coarse; of 128: coarse */
+	s.window_msgs = 64;
+	memset(&row, 0, sizeof(row));
+	pb_soak_row_pair(&row, &s, 64);
+	CHECK(strstr(row.cell[PB_COL_flags], "soak_coarse") == NULL);
+	s.window_msgs = 128;
+	memset(&row, 0, sizeof(row));
+	pb_soak_row_pair(&row, &s, 64);
+	CHECK(strstr(row.cell[PB_COL_flags], "soak_coarse") != NULL);
 	CHECK(pread(rec.fd, &h, sizeof(h), 0) == sizeof(h));
 	CHECK(memcmp(h.magic, PB_SOAK_MAGIC, 8) == 0);
 	CHECK_EQ_INT(h.complete, 1);

@@ -30,6 +30,12 @@ MEASURED_FLAGS: dict[str, str] = {
     "sample_cap": "a latency pair filled its room for samples before the target time",
     "soak_partial": "a soak stopped before its end (Ctrl-C, the sweep's deadline: SIGUSR1): "
                     "its stall columns describe the buckets it measured, not the soak asked for",
+    "soak_zero_median": "half of a soak flow's buckets or more saw no message complete: there "
+                        "is no median to judge stalls against (stalls 0, min_bucket_share "
+                        "empty); the flow moved in bursts or not at all",
+    "soak_coarse": "a soak flow's median bucket holds fewer than 10 windows: one window more or "
+                   "less moves a bucket by over 10 %, so stalls are counted in coarse steps "
+                   "(longer --bucket, or a smaller --window)",
     "cross_node_start": "pairbench-verbs --pattern: this flow's node started more than 2.5 % of "
                         "the row's window before or after its peer node (measured on one clock "
                         "through the flow: docs/patterns.md); the flows did not all run together",
