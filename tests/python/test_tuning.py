@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, assert_clean_error, cli
-from pairbench.analysis.envdiff import FAMILIES, diff, parse_expected, tuning
+from pairbench.analysis.envdiff import FAMILIES, _launcher, diff, parse_expected, tuning
 from pairbench.errors import UsageError
 from pairbench.runner.fingerprint import parse_mca_file
 
@@ -199,6 +199,18 @@ def test_launcher_arguments_differ(base_run: Path, tmp_path: Path) -> None:
     assert line.startswith("  launcher mpirun -np 2 → mpirun --bind-to core --map-by core "
                            "-np 2 at "), line
     assert cli("compare", str(a), str(b), "--expect-change", "launcher").returncode == 0
+
+
+def test_launcher_words_of_an_ssh_side() -> None:
+    """ssh hands the remote command over as one shell string: the words before the
+    executable in it count; a side started directly is said so."""
+    meta = {"config": {"launcher": "ssh", "binary": "/b/pairbench-verbs", "run_dir": "/r/x"},
+            "points": [{"name": "r1-write_lat-p1", "sides": [
+                {"argv": ["ssh", "-o", "BatchMode=yes", "node2",
+                          "cd /r/x && /b/pairbench-verbs --server -o /r/x/raw/a.csv"]},
+                {"argv": ["/b/pairbench-verbs", "--client"]}]}]}
+    assert _launcher(meta) == {"write_lat-p1": "ssh -o BatchMode=yes node2 cd RUN && ; "
+                                               "(the executable itself)"}
 
 
 def test_build_differs(base_run: Path, tmp_path: Path) -> None:

@@ -230,14 +230,15 @@ def _build(meta: dict) -> Values:
 
 
 _EXE = re.compile(r"(^|/)pairbench-(mpi|verbs)$")
+_EXE_IN = re.compile(r"\S*pairbench-(mpi|verbs)\b")
 
 
 def _launcher(meta: dict) -> Values:
     """Per point (its name without the repetition): the launcher's words before the
-    executable in each side's command line (mpirun --map-by ... -np 4; ssh HOST; nothing
-    for --launcher local), with the run's own directory written RUN."""
+    executable in each side's command line (mpirun --map-by ... -np 4; ssh HOST and the
+    remote shell's words before it; '(the executable itself)' for a side started
+    directly), with the run's own directory written RUN."""
     cfg = meta.get("config") if isinstance(meta.get("config"), dict) else {}
-    name = recorded_text(cfg.get("launcher"))
     binaries = {str(cfg.get(k)) for k in ("binary", "remote_binary") if cfg.get(k)}
     run_dir = str(cfg.get("run_dir") or "") or None
     out: Values = {}
@@ -254,12 +255,20 @@ def _launcher(meta: dict) -> Values:
                 continue
             at = next((i for i, a in enumerate(argv) if str(a) in binaries
                        or _EXE.search(str(a))), None)
-            if at is None:
-                continue
-            pre = " ".join(str(a) for a in argv[:at])
+            tail = ""
+            if at is None:  # ssh: the remote command is one shell string
+                at = next((i for i, a in enumerate(argv) if _EXE_IN.search(str(a))
+                           or any(b in str(a) for b in binaries)), None)
+                if at is None:
+                    continue
+                a = str(argv[at])
+                m = _EXE_IN.search(a)
+                cut = min([a.index(b) for b in binaries if b in a] + ([m.start()] if m else []))
+                tail = a[:cut].strip()
+            pre = " ".join([str(a) for a in argv[:at]] + ([tail] if tail else []))
             if run_dir:
                 pre = pre.replace(run_dir, "RUN")
-            words.append(pre or f"{name or 'local'}: the executable itself")
+            words.append(pre or "(the executable itself)")
         if words:
             out[point] = " ; ".join(dict.fromkeys(words))
     return out
