@@ -302,6 +302,19 @@ def test_imb_multi_groups_are_pairs(tmp_path: Path) -> None:
     assert {r["pair_id"] for r in rows} == {"all"} and {r["pairs"] for r in rows} == {"2"}
 
 
+def test_imb_npmin_blocks_are_pair_counts_not_variants(tmp_path: Path) -> None:
+    text = (IMB / "2021.9.1-src_c-coll-np2.out").read_text()
+    i = text.index("#----------------------------------------------------------------\n"
+                   "# Benchmarking Allreduce")
+    j = text.index("# Benchmarking Bcast")
+    j = text.rindex("#---", 0, j)
+    f = tmp_path / "npmin.out"
+    f.write_text(text[:j] + text[i:j].replace("#processes = 2", "#processes = 4") + text[j:])
+    _, rows, _ = run_import(tmp_path, "imb", f)
+    ar = [r for r in rows if r["test"] == "Allreduce"]
+    assert {r["pairs"] for r in ar} == {"2", "4"} and {r["variant"] for r in ar} == {""}
+
+
 def test_imb_collectives_and_2021_banner(tmp_path: Path) -> None:
     _, rows, _ = run_import(tmp_path, "imb", IMB / "2021.9.1-src_c-coll-np2.out",
                             IMB / "2021.3-format-pingpong.out")

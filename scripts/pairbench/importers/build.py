@@ -107,10 +107,10 @@ def items_of(files: list[Parsed], sets: Mapping[str, str]) -> list[Item]:
 
 def _variants(items: list[Item]) -> dict[int, str]:
     """id(bench) -> its variant: the config keys whose values differ between the
-    configurations of one test, as key=value (empty when a test ran one way)."""
-    by_test: dict[str, list[Item]] = {}
+    configurations of one test at one pair count, as key=value (empty when it ran one way)."""
+    by_test: dict[tuple[str, int], list[Item]] = {}
     for it in items:
-        by_test.setdefault(it.bench.test, []).append(it)
+        by_test.setdefault((it.bench.test, it.pairs), []).append(it)
     out: dict[int, str] = {}
     for group in by_test.values():
         keys = sorted({k for it in group for k in it.bench.config})

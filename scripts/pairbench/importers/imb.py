@@ -90,8 +90,7 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
         mm = re.match(r"#processes\s*=\s*(\d+)", body)
         if mm:
             n = int(mm.group(1))
-            bench.pairs = 1 if bench.test in PAIRWISE else n
-            bench.config["processes"] = str(n)
+            bench.pairs = 1 if bench.test in PAIRWISE else n  # -npmin: one block per count
             continue
         mm = re.match(r"\(\s*(\d+)\s+groups? of\s+(\d+)\s+processes", body)
         if mm:
