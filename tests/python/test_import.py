@@ -352,6 +352,26 @@ def test_nccl_text_and_json(tmp_path: Path) -> None:
     assert meta["imported"]["files"][0]["command"].startswith("./build/all_reduce_perf -b 8")
 
 
+def test_nccl_real_h200_outputs(tmp_path: Path) -> None:
+    text = [NCCL / f"2.19.6-h200-all_reduce-r{i}.txt" for i in (1, 2, 3)]
+    js = [NCCL / f"2.19.6-h200-all_reduce-J-r{i}.json" for i in (1, 2, 3)]
+    _, rows, meta = run_import(tmp_path, "nccl-tests", *text, *js)
+    pts = by_point(rows, "all_reduce_perf", "out_of_place")
+    assert {p for _, p in pts} == {1} and all(sorted(r) == list(range(1, 7))
+                                               for r in pts.values())
+    want = {int(t[0]): t for t in table(text[0])}
+    for (size, _), reps in pts.items():
+        assert float(reps[1]["lat_us_mean"]) == float(want[size][5])
+        assert reps[1]["bw_gbit_s"] == ""  # one rank: busbw is 0 by its formula, not measured
+    assert meta["tests"]["tests"][0]["primary_metric"] == "lat_us_mean"
+    assert "busbw (0 by definition with one rank)" in \
+        meta["imported"]["files"][0]["benchmarks"][0]["not_imported"]
+    _, rows, _ = run_import(tmp_path / "g", "nccl-tests", NCCL / "2.19.6-h200-all_gather.txt",
+                            NCCL / "2.19.6-h200-all_reduce-c0.txt")
+    assert {r["test"] for r in rows} == {"all_gather_perf", "all_reduce_perf"}
+    assert {r["status"] for r in rows} == {"ok"}  # -c 0: #wrong is N/A
+
+
 def test_nccl_old_output_needs_its_test_name(tmp_path: Path) -> None:
     f = NCCL / "all_gather-old-noroot.txt"
     proc = cli("import", "--from", "nccl-tests", str(f), "--results-dir", str(tmp_path / "r"))

@@ -97,9 +97,22 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
     if not bench.measures:
         raise bad(path, len(lines), "the table has no rows: truncated?")
     bench.pairs = len(ranks) or None
+    _one_rank(bench)
     check_sizes(path, bench)
     out.benches.append(bench)
     return out
+
+
+def _one_rank(bench: Bench) -> None:
+    """With one rank nothing crosses a bus: nccl-tests prints busbw 0 by its formula
+    ((n - 1)/n factors), which is not a measurement: the rows leave it empty."""
+    if bench.pairs != 1:
+        return
+    for m in bench.measures:
+        for col in ("bw_gbit_s", "bw_mbyte_s"):
+            m.values.pop(col, None)
+    bench.lost = (*bench.lost, "busbw (0 by definition with one rank)")
+    bench.primary = "lat_us_mean"
 
 
 def _text_row(path: Path, no: int, f: dict[int, str], cols: list[str], bench: Bench) -> None:
@@ -173,6 +186,7 @@ def parse_json(path: Path, text: str, sha: str) -> Parsed:
             if isinstance(wrong, (int, float)) and wrong > 0:
                 m.status, m.error = "error", f"nccl-tests: {wrong:g} wrong element(s) ({place})"
             bench.measures.append(m)
+    _one_rank(bench)
     check_sizes(path, bench)
     out.benches.append(bench)
     return out
