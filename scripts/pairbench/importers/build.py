@@ -57,6 +57,7 @@ class Item:
     parsed: Parsed
     bench: Bench
     pairs: int
+    repetition: int = 0  # set by build_rows
 
 
 def parse_files(tool: str, paths: list[Path], sets: Mapping[str, str]) -> list[Parsed]:
@@ -129,7 +130,7 @@ def build_rows(items: list[Item], sets: Mapping[str, str], run_id: str) -> list[
         b = it.bench
         key = (b.test, variants[id(b)], it.pairs, b.qps)
         reps[key] = rep = reps.get(key, 0) + 1
-        it.bench.config["_repetition"] = str(rep)
+        it.repetition = rep
         for m in b.measures:
             variant = ",".join(v for v in (m.variant, variants[id(b)]) if v)
             row = dict.fromkeys((*COLUMNS, *DRIVER_COLUMNS), "")
@@ -182,9 +183,8 @@ def metadata(tool: str, files: list[Parsed], items: list[Item], rows: list[dict]
     label = f"{tool} {'/'.join(versions)}".strip() + f" (imported, {len(files)} file(s))"
     recs = []
     for p in files:
-        benches = [{"test": it.bench.test, "pairs": it.pairs,
-                    "repetition": int(it.bench.config.get("_repetition", "1")),
-                    "config": {k: v for k, v in it.bench.config.items() if k != "_repetition"},
+        benches = [{"test": it.bench.test, "pairs": it.pairs, "repetition": it.repetition,
+                    "config": dict(it.bench.config),
                     "sizes": len(it.bench.measures), "not_imported": list(it.bench.lost)}
                    for it in items if it.parsed is p]
         recs.append({"path": str(p.path.absolute()), "sha256": p.sha256, "bytes": p.size_bytes,
