@@ -96,6 +96,9 @@ def test_bad_thresholds(toml: str, needle: str, base_run: Path, tmp_path: Path) 
     (["--layer", "tcp"], "invalid choice"),
     (["--launcher", "pbs"], "invalid choice"),
     (["--timeout", "soon"], "invalid float"),
+    # issue 37: as the executables refuse it, before anything is measured
+    (["-n", "10", "--lat-seconds", "1"], "--lat-seconds applies without -n/-D"),
+    (["-D", "0.2", "--bw-seconds", "1"], "--bw-seconds applies without -n/-D"),
 ])
 def test_bad_sweep_options(args: list[str], needle: str, tmp_path: Path) -> None:
     base = ["sweep", "--layer", "verbs", "--test", "write_lat", "--binary", str(FAKE),

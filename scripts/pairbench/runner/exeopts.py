@@ -174,6 +174,15 @@ def _rules(v: Mapping[str, Any]) -> None:
         raise UsageError(f"-n/--iterations {v['iterations']} and -D/--duration "
                          f"{v['duration_s']:g} both given: choose a fixed count or a common "
                          "window")
+    # the executables' pb_window_check_time_opts: -n or -D decides a point's length, and
+    # would silently override the default timing's options
+    decides = (f"-n/--iterations {v['iterations']}" if v.get("iterations") else
+               f"-D/--duration {v['duration_s']:g}" if v.get("duration_s") else None)
+    for key_, flag in (("bw_seconds", "--bw-seconds"), ("lat_seconds", "--lat-seconds"),
+                       ("lat_samples", "--lat-samples")):
+        if decides and v.get(key_) is not None:
+            raise UsageError(f"{flag} applies without -n/-D (the default timing); {decides} "
+                             "decides the point's length: drop one of them")
     soak, bucket = v.get("soak_s"), v.get("bucket_s")
     for key_, flag in (("bucket_s", "--bucket"), ("stall_fraction", "--stall-fraction"),
                        ("validate_every", "--validate-live")):
