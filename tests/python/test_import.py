@@ -165,6 +165,15 @@ def test_osu_5x_and_graph_outputs(tmp_path: Path) -> None:
         "Overall(us)", "Compute(us)", "Overlap(%)"]
 
 
+def test_osu_device_buffers_are_configuration(tmp_path: Path) -> None:
+    _, rows, meta = run_import(tmp_path, "osu", OSU / "7.4-format-cuda-latency.out",
+                               OSU / "7.4-latency-r1.out")
+    cfg = meta["imported"]["files"][0]["benchmarks"][0]["config"]
+    assert cfg == {"flavour": "MPI-CUDA", "datatype": "MPI_CHAR", "buffers": "DEVICE-DEVICE"}
+    assert {r["variant"] for r in rows} == {
+        "buffers=DEVICE-DEVICE,flavour=MPI-CUDA", "buffers=none,flavour=MPI"}
+
+
 def test_osu_different_configurations_become_variants(tmp_path: Path) -> None:
     f = OSU / "7.4-mbw_mr-r1.out"
     other = tmp_path / "w128.out"

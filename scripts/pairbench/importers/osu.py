@@ -96,6 +96,9 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
             wm = re.search(r"window size:\s*(\d+)", body, re.I)
             if wm:
                 bench.config["window"] = wm.group(1)
+            bm = re.search(r"Send Buffer on (\w+).*Receive Buffer on (\w+)", body)
+            if bm:  # -d cuda|rocm D H ...: where the buffers live
+                bench.config["buffers"] = f"{bm.group(1)}-{bm.group(2)}"
             dm = re.match(r"Datatype:\s*(\S+?)\.?$", body)
             if dm:
                 bench.config["datatype"] = dm.group(1)
