@@ -57,6 +57,7 @@ def test_srun_gets_the_host_file_too() -> None:
     ({"launcher": "local"}, "one rank per node (mpirun, srun), not --launcher local"),
     ({"hosts": HOSTS[:3]}, "--pairs 3: needs 4 hosts"),
     ({"tests": ("loaded_lat",)}, "loaded_lat has its own roles"),
+    ({"tests": ("write_lat",)}, "--test write_lat is measured by the senders"),
     ({"layer": "mpi"}, "with --layer verbs"),
     ({"pattern": "alltoall"}, "the sweep runs incast and fanout"),
 ])

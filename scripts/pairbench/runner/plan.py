@@ -205,6 +205,12 @@ def check_pattern(cfg: SweepConfig) -> None:
         if info is not None and info.kind == testtable.LOADED_KIND:
             raise UsageError(f"--pattern: --test {test} has its own roles (a probe pair and "
                              "loading pairs)")
+        if (info is not None and cfg.pattern == "incast"
+                and info.kind not in testtable.BANDWIDTH_KINDS):
+            raise UsageError(f"--pattern incast: --test {test} is measured by the senders, and "
+                             "the sweep keeps the target's rows (its incoming flows: the "
+                             "bandwidth and message-rate tests); run a latency incast with "
+                             "pairbench-verbs --pattern directly (docs/patterns.md)")
 
 
 def plan_sweep(cfg: SweepConfig) -> list[Point]:
