@@ -82,6 +82,39 @@ static int pb_env_cmp(const void *a, const void *b)
 }
 
 /* Names and values of one kind ("env": kept, "not_recorded": names only). */
+/* Whether s is valid UTF-8 (JSON text must be: one bad byte would make the whole record unreadable). */
+static bool pb_env_utf8(const unsigned char *s)
+{
+	while (*s) {
+		int more = *s < 0x80 ? 0 : (*s & 0xe0) == 0xc0 ? 1 : (*s & 0xf0) == 0xe0 ? 2 :
+			   (*s & 0xf8) == 0xf0 ? 3 : -1;
+
+		if (more < 0)
+			return false;
+		for (s++; more > 0; more--, s++)
+			if ((*s & 0xc0) != 0x80)
+				return false;
+	}
+	return true;
+}
+
+/* A value that is not UTF-8: its bytes above 0x7f as \u00XX (Latin-1), so the JSON stays valid. */
+static void pb_env_str_bytes(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c > 0x7e)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
 static void pb_env_vars(FILE *f, const char **vars, size_t n, bool values)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -93,7 +126,10 @@ static void pb_env_vars(FILE *f, const char **vars, size_t n, bool values)
 		pb_env_str(f, name);
 		if (values) {
 			fputs(": ", f);
-			pb_env_str(f, eq + 1);
+			if (pb_env_utf8((const unsigned char *)eq + 1))
+				pb_env_str(f, eq + 1);
+			else
+				pb_env_str_bytes(f, eq + 1);
 		}
 	}
 }

@@ -238,3 +238,21 @@ def test_expect_change_names() -> None:
 def test_expect_change_unknown_family_variable_is_a_usage_error(base_run: Path) -> None:
     proc = cli("compare", str(base_run), str(base_run), "--expect-change", "SLURM_JOB_ID")
     assert_clean_error(proc, "--expect-change: unknown field 'SLURM_JOB_ID'")
+
+
+def test_a_value_that_is_not_utf8_keeps_the_record_readable(tmp_path: Path) -> None:
+    """A tuning variable holding bytes that are not UTF-8 (JSON must be): its bytes above 0x7f
+    are written as \\u00XX, the record stays valid and the rest of it is kept."""
+    _real_mpi()
+    import subprocess
+
+    from mpi_env import env_for_mpi
+
+    env = {**env_for_mpi(), "UCX_NOT_UTF8": "a\udcffb", "UCX_UTF8": "café"}
+    rec = tmp_path / "env.json"
+    proc = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", str(MPI_BIN), "--test",
+                           "latency", "--sizes", "8", "-n", "50", "--quiet", "--env-json",
+                           str(rec)], env=env, capture_output=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    tuned = json.loads(rec.read_bytes())["tuning"]["env"]
+    assert tuned["UCX_NOT_UTF8"] == "a\u00ffb" and tuned["UCX_UTF8"] == "café"
