@@ -5,8 +5,13 @@ round)."""
 
 from __future__ import annotations
 
+import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from pairbench.errors import UsageError
 from pairbench.runner.exeopts import ExeSettings
 from pairbench.runner.plan import Point
 
@@ -36,6 +41,41 @@ class FabricConfig(ExeSettings):
     connect_addr: str | None = None  # (launchers read it; a node pair's server is its first node)
 
 
+# mpirun hostfile words after the node name (Open MPI: slots=N, max_slots=N, max-slots=N)
+_HOSTFILE_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*=\S*$")
+
+
+def read_hosts(text: str, opt: str = "--hosts") -> tuple[str, ...]:
+    """--hosts a,b,c or @FILE: one node per line, # comments; an mpirun hostfile line
+    (`n001 slots=2`) gives its node name, its key=value words are said to be ignored (the
+    ranks per node are --ranks-per-node's); anything else after a name is an error."""
+    if not text.startswith("@"):
+        return tuple(h.strip() for h in text.split(",") if h.strip())
+    try:
+        lines = Path(text[1:]).read_text().splitlines()
+    except OSError as exc:
+        raise UsageError(f"{opt} {text}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{opt} {text}: not a text file") from None
+    hosts: list[str] = []
+    ignored: set[str] = set()
+    for i, line in enumerate(lines, 1):
+        words = line.split("#")[0].split()
+        if not words:
+            continue
+        extra = words[1:]
+        if any(not _HOSTFILE_WORD.match(w) for w in extra) or "=" in words[0]:
+            raise UsageError(f"{opt} {text}: line {i} {line.strip()!r}: expected one node "
+                             "name per line (optionally an mpirun hostfile's key=value "
+                             "words, e.g. 'n001 slots=2')")
+        hosts.append(words[0])
+        ignored.update(w.split("=")[0] for w in extra)
+    if ignored:
+        print(f"fabric: note: {opt} {text}: {', '.join(sorted(ignored))} ignored (the "
+              "ranks per node are --ranks-per-node's)", file=sys.stderr)
+    return tuple(hosts)
+
+
 @dataclass(frozen=True)
 class Job:
     """One launch: a point (its argv, files relative to run_dir/subdir) in a wave of
@@ -48,6 +88,24 @@ class Job:
     rounds: tuple[int, int] | None = None  # mpi: the scan's rounds first..last
     dropped: tuple[str, ...] = ()  # mpi: hosts left out (failed earlier in the scan)
     hostfile: tuple[str, str] | None = None  # mpi: (path in the run dir, its text)
+
+
+class ScanStopped(Exception):
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) to the driver ended the running launch (its
+    process group killed, as the sweep does: pairbench.runner.sweep.StopSignals); raised by
+    the scan's loops after the launch's record is saved, never from a signal handler."""
+
+    def __init__(self, launch: str | None, rows: list | None = None) -> None:
+        super().__init__(launch or "")
+        self.launch = launch
+        self.rows = rows  # the ssh scan's rows so far (its data.csv is written from them)
+
+
+Stop = Callable[[], bool]
+
+
+def never() -> bool:
+    return False
 
 
 def ranges(rounds: set[int]) -> list[list[int]]:
