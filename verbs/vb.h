@@ -344,7 +344,8 @@ struct vb_worker {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen_id, *id;
 	unsigned long ch_rdev, ch_ino;  /* the channel's file when opened: is its fd still it? */
-	uint64_t ch_checked_ns;
+	uint64_t ch_opened_ns, ch_checked_ns;
+	bool ch_fault_done;             /* PAIRBENCH_FAULT=closecm done (vb_fault.h) */
 	/* verbs */
 	struct ibv_context *verbs;
 	bool verbs_own;          /* opened by us (--cm tcp), not rdma_cm's */

@@ -73,6 +73,21 @@ static int vb_cm_channel_check(struct vb_worker *w)
 	return 0;
 }
 
+/* The closecm fault (vb_fault.h): a server's channel fd, 1 s after it was opened while the server
+ * waits for its client, closed and its number taken by /dev/null (what a double close does). */
+static void vb_cm_fault_close(struct vb_worker *w)
+{
+	if (w->ch_fault_done || w->side != VB_SERVER || w->id || !vb_fault_on(VB_FAULT_CLOSE_CM) ||
+	    pb_clock_now_ns() - w->ch_opened_ns < 1000000000ull)
+		return;
+	w->ch_fault_done = true;
+	pb_log_warn("fault injection: pair %u (server) closes its rdma_cm channel (fd %d) and opens /dev/null",
+		    w->pair, w->ch->fd);
+	close(w->ch->fd);
+	if (open("/dev/null", O_RDONLY) < 0) /* takes the lowest free number: the channel's */
+		pb_log_warn("fault injection: open /dev/null: %s", strerror(errno));
+}
+
 /*
  * The next rdma_cm event.  A channel that fails (its fd closed or replaced under us: poll's
  * POLLNVAL, a read that is not "nothing yet", or, checked every second, an fd that is no longer
@@ -87,6 +102,7 @@ static int vb_cm_wait(struct vb_worker *w, struct vb_watch *wt, struct vb_cm_ev 
 
 	wt->what = what;
 	for (;;) {
+		vb_cm_fault_close(w);
 		int n = poll(&pfd, 1, 50);
 		uint64_t now;
 
@@ -211,7 +227,7 @@ static int vb_cm_channel(struct vb_worker *w)
 	}
 	w->ch_rdev = (unsigned long)st.st_rdev;
 	w->ch_ino = (unsigned long)st.st_ino;
-	w->ch_checked_ns = pb_clock_now_ns();
+	w->ch_opened_ns = w->ch_checked_ns = pb_clock_now_ns();
 	return 0;
 }
 
@@ -419,31 +435,15 @@ static int vb_cm_relisten(struct vb_worker *w, const struct sockaddr_in *sa, con
 	return vb_cm_listen(w, sa, bind_ip);
 }
 
-/* The closecm fault (vb_fault.h): 1 s into the wait, the channel's fd closed and reused. */
-static void vb_cm_fault_close(struct vb_worker *w, uint64_t wait_start_ns, bool *done)
-{
-	if (*done || !vb_fault_on(VB_FAULT_CLOSE_CM) || pb_clock_now_ns() - wait_start_ns < 1000000000ull)
-		return;
-	*done = true;
-	pb_log_info("fault injection: pair %u (server) closes its rdma_cm channel (fd %d) and opens /dev/null",
-		    w->pair, w->ch->fd);
-	close(w->ch->fd);
-	if (open("/dev/null", O_RDONLY) < 0) /* takes the lowest free number: the channel's */
-		pb_log_warn("fault injection: open /dev/null: %s", strerror(errno));
-}
-
 /* Wait for our client's connect request; strangers are rejected and the wait goes on; a failed
  * channel is said and replaced (vb_cm_relisten). */
 static int vb_cm_accept_wait(struct vb_worker *w, struct vb_watch *wt, struct vb_cm_ev *ev,
 			     const struct sockaddr_in *sa, const char *bind_ip)
 {
 	char why[sizeof(w->error)];
-	uint64_t t0 = pb_clock_now_ns();
-	bool faulted = false;
 	int rc;
 
 	for (;;) {
-		vb_cm_fault_close(w, t0, &faulted);
 		rc = vb_cm_wait(w, wt, ev, "a client to connect");
 		if (rc == -EBADF && !(rc = vb_cm_relisten(w, sa, bind_ip)))
 			continue;
