@@ -94,6 +94,7 @@ def test_show_plot_report_on_imported_runs(runs: dict[str, Path], tmp_path: Path
         assert proc.returncode == 0, proc.stderr
         text = html.read_text()
         assert "imported" in text  # the title says so, and the provenance lists each file
+        assert "Imported numbers" in text and "not measured by pairbench" in text
         meta = json.loads((runs[name] / "metadata.json").read_text())
         for f in meta["imported"]["files"]:
             assert f["sha256"] in text and Path(f["path"]).name in text

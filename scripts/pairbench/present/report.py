@@ -291,6 +291,34 @@ def host_canary_section(meta: dict, base_meta: dict | None = None) -> Section | 
     return sec
 
 
+def imported_section(meta: dict) -> Section | None:
+    """Where an imported run's numbers come from (`pairbench import`, docs/import.md): the
+    tool, each file with its version, command line and sha256, and what was not imported."""
+    imp = meta.get("imported")
+    if meta.get("kind") != "pairbench import" or not isinstance(imp, dict):
+        return None
+    sec = Section("Imported numbers")
+    sec.paragraphs.append(
+        f"These numbers were not measured by pairbench: they were imported from "
+        f"{imp.get('tool', '?')} outputs ({len(imp.get('files') or [])} file(s)), with that "
+        "tool's timing method (docs/import.md); compare refuses to set them against another "
+        "tool's unless --across-tools.")
+    rows = []
+    for f in imp.get("files") or []:
+        benches = f.get("benchmarks") or []
+        lost = sorted({c for b in benches for c in b.get("not_imported") or []})
+        rows.append([Path(str(f.get("path", ""))).name, str(f.get("version") or "—"),
+                     str(f.get("command") or "—"),
+                     ", ".join(f"{b.get('test')} (rep {b.get('repetition')})" for b in benches),
+                     ", ".join(lost) or "—", str(f.get("sha256", ""))])
+    sec.tables.append(Table(["file", "version", "command", "benchmarks", "not imported",
+                             "sha256"], rows))
+    if imp.get("set"):
+        sec.paragraphs.append("Added by the user (--set): " + ", ".join(
+            f"{k}={v}" for k, v in imp["set"].items()))
+    return sec
+
+
 def compare_section(res: pd.DataFrame | None, error: str, base_name: str) -> Section:
     sec = Section("Comparison with base")
     if res is None:
@@ -451,6 +479,9 @@ def build_report(run: Path, base: Path | None, extra: list[tuple[str, str]] | No
     if base is not None and res is None:
         found.verdict = [f"comparison not possible: {cmp_error}"]
     sections = [data_section(df, tables), worst_pair_section(df)]
+    imp = imported_section(meta)
+    if imp is not None:
+        sections.insert(0, imp)
     devices = devices_section(df)
     if devices is not None:
         sections.append(devices)
