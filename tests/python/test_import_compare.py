@@ -48,3 +48,13 @@ def test_a_pairbench_run_and_an_imported_one_are_two_tools(base_run: Path,
     # ib_write_bw meets verbs write_bw; the fake run's sizes share none with March's log
     assert "compare: method: perftest:" in proc.stderr and "compare: method: pairbench:" in \
         proc.stderr
+
+
+def test_two_releases_of_one_tool_are_said(tmp_path: Path) -> None:
+    osu = DATA / "osu"
+    old = imported(tmp_path, "osu", osu / "5.6.3-latency.out")
+    new = imported(tmp_path, "osu", *sorted(osu.glob("7.4-latency-r*")))
+    proc = cli("compare", str(old), str(new))
+    assert "compare: warning: osu versions differ (BASE 5.6.3, NEW 7.4)" in proc.stderr
+    proc = cli("compare", str(new), str(new))
+    assert "versions differ" not in proc.stderr

@@ -62,3 +62,17 @@ def across_tools(base: pd.DataFrame, new: pd.DataFrame, allowed: bool
              "method, not only of the system"]
     lines += [f"method: {METHODS.get(t, t)}" for t in sorted(tb | tn)]
     return _align(base), _align(new), lines
+
+
+def version_lines(base_meta: dict, new_meta: dict) -> list[str]:
+    """A warning when two imports of one tool were written by different releases of it (e.g.
+    osu_mbw_mr divided by rank 0's time before 7.x, by the senders' mean since: DESIGN.md):
+    the ratios may include the change of the tool's method."""
+    b, n = base_meta.get("imported"), new_meta.get("imported")
+    if not isinstance(b, dict) or not isinstance(n, dict) or b.get("tool") != n.get("tool"):
+        return []
+    vb, vn = sorted(b.get("versions") or []), sorted(n.get("versions") or [])
+    if not vb or not vn or vb == vn:
+        return []
+    return [f"warning: {b.get('tool')} versions differ (BASE {'/'.join(vb)}, NEW "
+            f"{'/'.join(vn)}): the ratios may include a change of the tool's own method"]

@@ -22,7 +22,7 @@ from pairbench.analysis.envdiff import (
     parse_expected,
 )
 from pairbench.analysis.gate import EXIT_INCONCLUSIVE, exit_code, run_gate
-from pairbench.analysis.imported import across_tools
+from pairbench.analysis.imported import across_tools, version_lines
 from pairbench.analysis.load import load_run
 from pairbench.analysis.verdict import (
     FAILED,
@@ -88,6 +88,7 @@ def run_compare(ns: argparse.Namespace) -> int:
     expected = parse_expected(getattr(ns, "expect_change", []))
     base, new = load_run(ns.base), load_run(ns.new)
     base, new, tool_lines = across_tools(base, new, bool(getattr(ns, "across_tools", False)))
+    tool_lines += version_lines(load_metadata(ns.base), load_metadata(ns.new))
     for line in tool_lines:
         print(f"compare: {line}", file=sys.stderr)
     envd = diff(load_metadata(ns.base), load_metadata(ns.new))
