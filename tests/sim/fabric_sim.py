@@ -13,9 +13,9 @@ It is called as mpirun is by the driver's mpirun launcher:
 The BINARY is not run. P is `scan[:F[-L]][,skip=I,...]` (core/pb_scan.c's tournament, via
 pairbench.runner.schedule.round_links, which the tests check against the C code's) or
 `nodes:A-B,...` (a confirmation round; job node numbers). Rows: per round and size one
-row per pair (scope=pair), one per measuring node (scope=node, the node pair's value) and
-the job's aggregate (scope=all), the CSV contract's columns; CSV flushed after each round
-as pairbench-mpi does.
+row per pair (scope=pair), one per measuring node (scope=node, the node pair's value,
+naming its peer node as pairbench-mpi does) and the job's aggregate (scope=all), the CSV
+contract's columns; CSV flushed after each round as pairbench-mpi does.
 
 Verbs rounds (the driver's --layer verbs through mpirun or srun): called as the launcher's
 rank_job starts one pairbench-verbs rank per node,
@@ -59,6 +59,7 @@ The fabric (environment):
                    PB_SIM_LAUNCHES) die before their first row, a rank killed by SIGSEGV in
                    MPI_Init (as Open MPI 4.1.4's TCP BTL did under srun): exit 139
   PB_SIM_PIDFILE   write this process's id there (tests that kill the scan)
+  PB_SIM_TIMES     append {"start", "end", "pattern"} of each launch there (benchmarks)
 """
 
 from __future__ import annotations
@@ -147,10 +148,10 @@ def rounds_of(pattern: str, nodes: int) -> tuple[list[tuple[str, list[tuple[int,
         first, last = int(f), int(lst or f)
     live = [p for p in range(k) if p not in set(skip)]
     job = {p: j for j, p in enumerate(live)}
-    out = []
-    for r in range(first, last + 1):
-        out.append((f"scan:{r}", [(job[a], job[b]) for a, b in round_links(k, r, skip)]))
-    return out, k, skip
+    # one round at a time (8,191 rounds of 4,096 pairs would be 2 GB of tuples at once)
+    out = ((f"scan:{r}", [(job[a], job[b]) for a, b in round_links(k, r, skip)])
+           for r in range(first, last + 1))
+    return out, k, skip  # type: ignore[return-value]
 
 
 class Fabric:
@@ -169,8 +170,12 @@ class Fabric:
                     self.node[what] = float(f)
 
     def factor(self, a: str, b: str, key: int, scan: bool = True) -> float:
-        f = self.node.get(a, 1.0) * self.node.get(b, 1.0) * self.link.get(frozenset((a, b)), 1.0)
-        if scan:
+        f = 1.0
+        if self.node:
+            f = self.node.get(a, 1.0) * self.node.get(b, 1.0)
+        if self.link:
+            f *= self.link.get(frozenset((a, b)), 1.0)
+        if scan and self.transient:
             f *= self.transient.get(frozenset((a, b)), 1.0)
         u = mix(key) / MASK  # [0, 1]
         return f * (1 + self.noise * (2 * u - 1))
@@ -189,12 +194,21 @@ def row(cells: dict[str, str]) -> str:
     return ",".join(out)
 
 
+METRIC_COLUMNS = ("bw_gbit_s", "bw_mbyte_s", "lat_us_min", "lat_us_p50", "lat_us_p90",
+                  "lat_us_p99", "lat_us_mean", "lat_us_max")
+
+
 def write_round(out, test: str, label: str, rnd: int, sizes: list[int],
                 pairs: list[tuple[int, int]], hosts: list[str], k: int, r: int,
                 fab: Fabric, until: int | None = None) -> None:
-    """One round's rows; until: stop after that many node pairs (a dying job)."""
+    """One round's rows; until: stop after that many node pairs (a dying job). The node
+    row names its peer node, as pairbench-mpi's does when all of a node's pairs measured
+    towards one peer (core/pb_engine.c). One list of cells per size, filled in per pair
+    (a 4,096-node scan writes 67 million rows: no dict per row)."""
     bw = test in BW_TESTS
     tkey = sum(map(ord, test))
+    i_host, i_peer, i_pid, i_scope = IDX["host"], IDX["peer"], IDX["pair_id"], IDX["scope"]
+    i_m = [IDX[c] for c in METRIC_COLUMNS]
     for size in sizes:
         base = base_value(test, size)
         common = {"schema_version": str(SCHEMA_VERSION), "layer": "mpi", "test": test,
@@ -203,6 +217,10 @@ def write_round(out, test: str, label: str, rnd: int, sizes: list[int],
                   "warmup_iterations": "100", "status": "ok"}
         if not bw:
             common["lat_kind"] = "half_rtt"
+        cells = [""] * len(COLUMNS)
+        for c, v in common.items():
+            cells[IDX[c]] = f'"{v}"' if "," in v else v  # as row()
+        sk = mix(fab.seed) ^ mix(tkey * 1_000_003 + size)
         lines, vals = [], []
         for n, (a, b) in enumerate(pairs):
             if until is not None and n >= until:
@@ -211,19 +229,21 @@ def write_round(out, test: str, label: str, rnd: int, sizes: list[int],
                 return
             ha, hb = hosts[a], hosts[b]
             link = zlib.crc32(f"{min(ha, hb)}~{max(ha, hb)}".encode())
-            key = mix(fab.seed) ^ mix(tkey * 1_000_003 + size) ^ mix((link << 20) ^ rnd)
-            f = fab.factor(ha, hb, key, scan=label.startswith("scan:"))
+            f = fab.factor(ha, hb, sk ^ mix((link << 20) ^ rnd),
+                           scan=label.startswith("scan:"))
             v = base / f if bw else base * f
             vals.append(v)
-            metric = ({"bw_gbit_s": f"{v:.6g}", "bw_mbyte_s": f"{v * 125:.6g}"} if bw else
-                      {"lat_us_min": f"{0.95 * v:.6g}", "lat_us_p50": f"{v:.6g}",
-                       "lat_us_p90": f"{1.05 * v:.6g}", "lat_us_p99": f"{1.2 * v:.6g}",
-                       "lat_us_mean": f"{1.01 * v:.6g}", "lat_us_max": f"{2 * v:.6g}"})
+            metric = ((f"{v:.6g}", f"{v * 125:.6g}", "", "", "", "", "", "") if bw else
+                      ("", "", f"{0.95 * v:.6g}", f"{v:.6g}", f"{1.05 * v:.6g}",
+                       f"{1.2 * v:.6g}", f"{1.01 * v:.6g}", f"{2 * v:.6g}"))
+            for i, m in zip(i_m, metric, strict=True):
+                cells[i] = m
+            cells[i_host], cells[i_peer], cells[i_scope] = ha, hb, "pair"
             for j in range(r):
-                lines.append(row({**common, **metric, "pair_id": str(n * r + j),
-                                  "scope": "pair", "host": ha, "peer": hb}))
-            lines.append(row({**common, **metric, "pair_id": "all", "scope": "node",
-                              "host": ha}))
+                cells[i_pid] = str(n * r + j)
+                lines.append(",".join(cells))
+            cells[i_pid], cells[i_scope] = "all", "node"
+            lines.append(",".join(cells))
         agg = sorted(vals)[len(vals) // 2] if vals else 0.0
         lines.append(row({**common, "pair_id": "all", "scope": "all", "host": hosts[0],
                           **({"bw_gbit_s": f"{agg * len(vals):.6g}"} if bw else
@@ -293,7 +313,7 @@ def verbs_env(host: str, role: str, opts: dict[str, str]) -> dict | None:
 def verbs_round(hosts: list[str], opts: dict[str, str]) -> int:
     """One launch of a verbs scan round (see the module's docstring)."""
     rounds, _, _ = rounds_of("scan:" + opts["--scan"], len(hosts))
-    label, pairs = rounds[0]
+    label, pairs = next(iter(rounds))
     rnd = int(label[5:])
     fail_from = int(os.environ.get("PB_SIM_FAIL_FROM", "0") or 0)
     if fail_from and rnd >= fail_from:
@@ -348,6 +368,21 @@ def verbs_round(hosts: list[str], opts: dict[str, str]) -> int:
               f"{lose_host}\n", file=sys.stderr)
         code = 1
     return code
+
+
+def timed_main(argv: list[str]) -> int:
+    """main(), and with PB_SIM_TIMES=FILE one JSON line appended there per launch: its
+    start and end (time.time()) and pattern: the simulated cluster's own time, for the
+    benchmark (results/fabric-scale/bench.py)."""
+    t0 = time.time()
+    try:
+        return main(argv)
+    finally:
+        if os.environ.get("PB_SIM_TIMES"):
+            pat = argv[argv.index("--pattern") + 1] if "--pattern" in argv else ""
+            with open(os.environ["PB_SIM_TIMES"], "a") as f:
+                f.write(json.dumps({"start": t0, "end": time.time(),
+                                    "pattern": pat[:40]}) + "\n")
 
 
 def main(argv: list[str]) -> int:
@@ -409,4 +444,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(timed_main(sys.argv[1:]))

@@ -1,10 +1,13 @@
 """A run's rows as a typed, validated data frame (the columns and their types are the
 contract's: pairbench.contract.schema): truncated rows repaired or dropped with a warning,
-negative measurements and duplicated rows refused."""
+negative measurements and duplicated rows refused. A run's rows are data.csv, or
+data.parquet for a large fabric scan (pairbench.runner.scanparquet): both read into the
+same frame and checked by the same rules (read_rows_text); read_chunks() streams either."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +28,57 @@ from pairbench.contract.schema import (
     find_data_csv,
 )
 from pairbench.errors import UsageError
+
+
+def read_rows_text(path: Path) -> pd.DataFrame:
+    """A rows file (data.csv, or data.parquet: pairbench.runner.scanparquet) with every
+    cell as a string ('' for empty): the same frame from both, so one validation serves
+    both (a Parquet number comes back as text that reads as the same number)."""
+    if path.suffix == ".parquet":
+        return read_parquet_text(path)
+    return read_csv_text(path)
+
+
+def read_parquet_text(path: Path) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pairbench.runner.scanparquet import read_table
+
+    t = read_table(path)
+    cols = [pc.fill_null(c if pa.types.is_string(c.type) else pc.cast(c, pa.string()), "")
+            for c in t.columns]
+    return pa.table(cols, names=t.column_names).to_pandas()
+
+
+def read_chunks(path: Path, columns: list[str], numeric: tuple[str, ...] = (),
+                chunksize: int = 500_000, only_groups: bool = False) -> Iterator[pd.DataFrame]:
+    """The given columns of a rows file (those it has), in chunks: `numeric` ones as
+    float (NaN: empty), the others as categoricals of their text ('' for empty), from
+    data.csv (chunks of chunksize rows) or data.parquet (a row group at a time;
+    only_groups: only the groups that may hold rows other than scope=pair)."""
+    if path.suffix != ".parquet":
+        head = pd.read_csv(path, nrows=0).columns
+        use = [c for c in columns if c in head]
+        yield from pd.read_csv(path, usecols=use, chunksize=chunksize, keep_default_na=False,
+                               dtype={c: "category" for c in use if c not in numeric},
+                               na_values={c: [""] for c in use if c in numeric})
+        return
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pairbench.runner.scanparquet import iter_tables
+
+    for t in iter_tables(path, columns, only_groups):
+        cols = []
+        for name, c in zip(t.column_names, t.columns, strict=True):
+            if name in numeric:
+                cols.append(pc.cast(c, pa.float64()))
+                continue
+            if not pa.types.is_string(c.type):
+                c = pc.cast(c, pa.string())
+            cols.append(pc.fill_null(c, "").dictionary_encode())
+        yield pa.table(cols, names=t.column_names).to_pandas()
 
 
 def read_csv_text(path: Path) -> pd.DataFrame:
@@ -167,10 +221,11 @@ def check_values(df: pd.DataFrame, where: str) -> None:
 
 
 def load_run(run: Path | str) -> pd.DataFrame:
-    """Load and validate the data of a run directory (or a CSV file)."""
+    """Load and validate the data of a run directory (or a rows file: CSV or Parquet)."""
     csv = find_data_csv(Path(run))
-    df = read_csv_text(csv)
-    if len(df) and "status" in df.columns and not ends_with_newline(csv):
+    df = read_rows_text(csv)
+    if (len(df) and "status" in df.columns and csv.suffix != ".parquet"
+            and not ends_with_newline(csv)):
         # Cut in its last row (every writer ends rows with a newline): that row is truncated
         # even when the cut fell after its status cell.
         df.loc[df.index[-1], "status"] = ""

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from pairbench.analysis.load import read_chunks
 from pairbench.contract.schema import find_data_csv, load_metadata
 
 LINK_COLUMNS = ["layer", "test", "variant", "msg_size_bytes", "metric", "higher_is_better",
@@ -103,7 +104,9 @@ def _links_from(agg: pd.DataFrame, pr: pd.DataFrame) -> pd.DataFrame:
     # rows that name their own peer (error rows of node pairs not run) are links as they are
     own = ((agg["scope"] == "node") & (agg["peer"] != "")).to_numpy()
     named = agg[own].assign(has_bw=False)
-    agg = agg[~own].drop(columns="peer")
+    # a point/host with a row naming its peer takes no other aggregate (the job's scope=all
+    # row on the same host would otherwise become a second value of that host's link)
+    agg = agg[~own & ~agg["ph"].isin(named["ph"]).to_numpy()].drop(columns="peer")
     agg = agg.sort_values("prio", kind="stable").drop_duplicates("ph")
     m = agg.merge(one, on="ph", how="inner")
     m = pd.concat([m, named], ignore_index=True) if len(named) else m
@@ -148,7 +151,9 @@ def _compact(d: pd.DataFrame) -> pd.DataFrame:
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """pd.concat for _compact frames: categoricals stay categoricals (their categories
-    united) instead of falling back to a Python object per cell."""
+    united) instead of falling back to a Python object per cell. Empty frames are left out
+    (a chunk without pair rows: its categories have no dtype to unite)."""
+    frames = [f for f in frames if len(f)] or frames[:1]
     cols = {}
     for c in frames[0].columns:
         if isinstance(frames[0][c].dtype, pd.CategoricalDtype):
@@ -203,11 +208,19 @@ FAST_COLUMNS = ["layer", "test", "variant", "pattern", "msg_size_bytes", "pair_i
                 "host", "peer", "status", "error", "bw_gbit_s", "lat_us_p50"]
 
 
-def _scan_chunk(ch: pd.DataFrame, at: dict[str, int], k: int) -> pd.DataFrame:
+class _PeerMissing(Exception):
+    """A node row without its peer among rows read without the pair rows."""
+
+
+def _scan_chunk(ch: pd.DataFrame, at: dict[str, int], k: int,
+                named: bool = False) -> pd.DataFrame:
     """The links of a chunk of an MPI scan's rows, by tournament position: each
-    scope=node row (the measuring node's value of its node pair) with its peer from the
-    round number (pattern scan:R); the pair rows only check that the tournament gives the
-    peer they name (else _NotDerivable: read the pair rows instead)."""
+    scope=node row (the measuring node's value of its node pair) with the peer it names
+    (pairbench-mpi names it, core/pb_engine.c) or, when empty (an older executable), its
+    peer from the round number (pattern scan:R); the pair rows only check that the
+    tournament gives the peer they name (else _NotDerivable: read the pair rows instead).
+    named: the chunk holds no pair rows (read without them), so a node row without its peer
+    raises _PeerMissing (read again with them)."""
     def code(col: str, f) -> np.ndarray:
         c = ch[col].cat
         return _lut(c.categories, f)[c.codes.to_numpy()]
@@ -228,7 +241,9 @@ def _scan_chunk(ch: pd.DataFrame, at: dict[str, int], k: int) -> pd.DataFrame:
     h, p, r = host[node], peer[node], rnd[node]
     if (h < 0).any() or (p == -1).any():
         raise _NotDerivable("a node row outside the host list")
-    derived = p == -2  # the executable leaves a node row's peer empty
+    derived = p == -2  # an older executable leaves a node row's peer empty
+    if named and derived.any():
+        raise _PeerMissing
     if (r[derived] < 0).any():
         raise _NotDerivable("a node row without a round")
     p = np.where(derived, partner(h, r, k), p)
@@ -252,17 +267,24 @@ def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
     link as text."""
     at = {h: i for i, h in enumerate(hosts)}
     k = len(hosts)
-    head = pd.read_csv(csv_path, nrows=0).columns
-    use = [c for c in FAST_COLUMNS if c in head]
-    missing = set(FAST_COLUMNS) - set(use)
+    path = Path(csv_path)
+    head = _columns(path)
+    missing = set(FAST_COLUMNS) - set(head)
     if missing:
         raise _NotDerivable(f"no column {sorted(missing)}")
-    dtypes = {c: "category" for c in use if c not in ("bw_gbit_s", "lat_us_p50")}
+    num = ("bw_gbit_s", "lat_us_p50")
     parts = []
-    for ch in pd.read_csv(csv_path, usecols=use, dtype=dtypes, keep_default_na=False,
-                          na_values={"bw_gbit_s": [""], "lat_us_p50": [""]},
-                          chunksize=chunksize):
-        parts.append(_scan_chunk(ch, at, k))
+    if path.suffix == ".parquet":
+        # the node rows' row groups only (scanparquet keeps the pair rows apart): one row
+        # per node pair, when they name their peers
+        try:
+            for ch in read_chunks(path, FAST_COLUMNS, num, only_groups=True):
+                parts.append(_scan_chunk(ch, at, k, named=True))
+        except _PeerMissing:
+            parts = []
+    if not parts:
+        for ch in read_chunks(path, FAST_COLUMNS, num, chunksize):
+            parts.append(_scan_chunk(ch, at, k))
     if not parts or not sum(map(len, parts)):
         return pd.DataFrame(columns=LINK_COLUMNS)
     d = _concat(parts)
@@ -306,18 +328,30 @@ def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
     return out[LINK_COLUMNS]
 
 
+def _columns(path: Path) -> list[str]:
+    """The columns of a rows file (data.csv or data.parquet)."""
+    if path.suffix == ".parquet":
+        from pairbench.runner.scanparquet import open_rows, parquet_files
+
+        files = parquet_files(path)
+        return list(open_rows(files[0]).schema_arrow.names) if files else []
+    return list(pd.read_csv(path, nrows=0).columns)
+
+
 def read_links(csv_path: Path | str, chunksize: int = 250_000,
                hosts: Sequence[str] | None = None) -> pd.DataFrame:
-    """links() of a run's data.csv, streamed: chunks of the needed columns (strings and
-    two floats), each reduced to its aggregates and (point, host, peer) triples before the
-    next is read, so memory follows the number of links, not of rows.
+    """links() of a run's rows file (data.csv or data.parquet), streamed: chunks of the
+    needed columns (strings and two floats), each reduced to its aggregates and (point,
+    host, peer) triples before the next is read, so memory follows the number of links,
+    not of rows.
 
     hosts: an MPI scan's host list (scan_hosts()): then a node row's peer comes from its
     round and the tournament (pairbench-mpi leaves it empty; the job numbers its nodes in
     hostfile order), checked against every pair row, and only the node rows are kept;
     when a pair row disagrees (the job numbered its nodes otherwise) the pair rows are
     read as without hosts."""
-    if Path(csv_path).stat().st_size == 0:
+    path = Path(csv_path)
+    if path.suffix != ".parquet" and path.stat().st_size == 0:
         # not even a header: a job that died before its first row (a confirmation job
         # whose rank crashed at start-up did); its failure is in metadata.json
         return pd.DataFrame(columns=LINK_COLUMNS)
@@ -327,12 +361,8 @@ def read_links(csv_path: Path | str, chunksize: int = 250_000,
         except _NotDerivable:
             pass
     aggs, prs = [], []
-    head = pd.read_csv(csv_path, nrows=0).columns
-    use = [c for c in READ_COLUMNS if c in head]
-    dtypes = {c: "category" for c in use if c not in ("bw_gbit_s", "lat_us_p50")}
-    reader: Iterator[pd.DataFrame] = pd.read_csv(
-        csv_path, usecols=use, dtype=dtypes, keep_default_na=False,
-        na_values={"bw_gbit_s": [""], "lat_us_p50": [""]}, chunksize=chunksize)
+    reader: Iterator[pd.DataFrame] = read_chunks(path, READ_COLUMNS,
+                                                 ("bw_gbit_s", "lat_us_p50"), chunksize)
     keep = [c for c in (*TEXT, "bw_gbit_s", "lat_us_p50", "pid", "ph") if c not in
             ("pair_id", "pattern", "pairs", "run_id", "repetition")]
     for chunk in reader:

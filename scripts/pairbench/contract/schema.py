@@ -22,14 +22,17 @@ if TYPE_CHECKING:  # pandas is imported where it is used: the sweep must not nee
 
 INT_COLUMNS = frozenset(
     {"schema_version", "msg_size_bytes", "pairs", "iterations", "warmup_iterations", "window",
-     "cpu", "numa_node", "worst_lat_pair_id", "min_bw_pair_id"}
+     "cpu", "numa_node", "worst_lat_pair_id", "min_bw_pair_id", "soak_buckets", "stalls",
+     "stalled_pairs"}
 )
 FLOAT_COLUMNS = frozenset(
     {"lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999", "lat_us_max",
      "lat_us_mean", "lat_us_stdev", "bw_gbit_s", "bw_mbyte_s", "msg_rate_per_s", "link_pct",
      "start_skew_us", "fairness", "worst_lat_us_p50", "worst_lat_us_p99", "min_pair_bw_gbit_s",
      "min_pair_bw_share", "duration_s", "window_s", "start_delay_us", "overlap_s",
-     "end_spread_us"}
+     "end_spread_us", "soak_bucket_s", "bucket_gbit_s_min", "bucket_gbit_s_p1",
+     "bucket_gbit_s_p50", "min_bucket_share", "stall_fraction", "longest_stall_s",
+     "first_stall_s"}
 )
 NUMERIC_COLUMNS = INT_COLUMNS | FLOAT_COLUMNS
 # Integer-valued but kept as strings: they are part of a point's identity (groupby keys),
@@ -95,14 +98,16 @@ ROW_IDENTITY = ("run_id", "repetition", "layer", "test", "variant", "pattern", "
 
 
 def find_data_csv(run: Path) -> Path:
-    """RUN is a run directory holding data.csv, or a CSV file."""
+    """The rows file of RUN: RUN is a run directory holding data.parquet (a large fabric
+    scan's rows: pairbench.runner.scanparquet) or data.csv, or such a file itself (a
+    data.parquet may be a directory of Parquet files)."""
     if not run.exists():
         raise UsageError(f"{run}: no such file or directory")
-    if run.is_dir():
-        csv = run / "data.csv"
-        if not csv.is_file():
-            raise UsageError(f"{run}: not a run directory (no data.csv)")
-        return csv
+    if run.is_dir() and run.suffix != ".parquet":
+        for name in ("data.parquet", "data.csv"):
+            if (run / name).exists():
+                return run / name
+        raise UsageError(f"{run}: not a run directory (no data.csv or data.parquet)")
     return run
 
 

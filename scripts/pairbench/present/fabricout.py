@@ -1,8 +1,10 @@
-"""The outputs of a fabric scan, from its data.csv alone: the tidy per-node-pair CSV
-(fabric-links.csv), one node x node matrix per test and size in long form
-(fabric-*-matrix.csv: node_a, node_b, value, perf, suspect; also as Parquet when pyarrow
-is importable), heatmaps (plots/fabric-*.png and .svg), the verdicts (fabric.json) and a
-self-contained page (fabric.html) that leads with the suspects and their evidence.
+"""The outputs of a fabric scan, from its rows alone (data.csv, or data.parquet): the tidy
+per-node-pair CSV (fabric-links.csv), one node x node matrix per test and size in long
+form (fabric-*-matrix.csv: node_a, node_b, value, perf, suspect; also as Parquet when
+pyarrow is importable; a scan whose rows are data.parquet writes these two as Parquet
+only: fabric-links.parquet, fabric-*-matrix.parquet), heatmaps (plots/fabric-*.png and
+.svg), the verdicts (fabric.json) and a self-contained page (fabric.html) that leads
+with the suspects and their evidence.
 fabric_section(run_dir) gives the same content as a fragment for the main report. With a
 topology (pairbench.analysis.topology) the nodes are ordered and grouped by leaf and rack
 and each suspect's group is said.
@@ -40,6 +42,7 @@ from pairbench.analysis.outliers import (
 )
 from pairbench.analysis.scanlinks import matrix, read_scan
 from pairbench.analysis.topology import Topology
+from pairbench.contract.schema import find_data_csv
 from pairbench.contract.sizes import size_label
 from pairbench.io.safeio import write_output
 from pairbench.runner.scanverbs import read_node_env
@@ -403,7 +406,13 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
     if lk is None:
         lk = read_scan(run_dir)
     results = judge_scan(run_dir, tolerance, z, lk)
-    write_frame(run_dir / "fabric-links.csv", lk)
+    # a scan whose rows are Parquet (scanparquet.PARQUET_MIN_NODES nodes or more) writes its
+    # K²-sized files as Parquet only: 33 million links at 4,096 nodes are 2.6 GB of CSV
+    big = find_data_csv(run_dir).suffix == ".parquet"
+    if big:
+        write_parquet(run_dir / "fabric-links.parquet", lk)
+    else:
+        write_frame(run_dir / "fabric-links.csv", lk)
     (run_dir / "plots").mkdir(exist_ok=True)
     verdicts, lines = [], []
     note = None
@@ -412,14 +421,16 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
     for key, g, v in results:
         stem = _stem(key)
         m = matrix_long(g, v, topo)
-        write_frame(run_dir / f"{stem}-matrix.csv", m)
+        if not big:
+            write_frame(run_dir / f"{stem}-matrix.csv", m)
         pq = f"{stem}-matrix.parquet" if has_parquet() else None
         if pq:
             write_parquet(run_dir / pq, m)
         png, svg = heatmap(m, key, v, topo)
         write_output(run_dir / "plots" / f"{stem}.png", png, "heatmap")
         write_output(run_dir / "plots" / f"{stem}.svg", svg, "heatmap")
-        verdicts.append({**verdict_record(key, v, topo), "matrix": f"{stem}-matrix.csv",
+        verdicts.append({**verdict_record(key, v, topo),
+                         "matrix": f"{stem}-matrix.{'parquet' if big else 'csv'}",
                          "matrix_parquet": pq,
                          "heatmap": f"plots/{stem}.png"})
         lines.append(summary_line(key, v, topo))

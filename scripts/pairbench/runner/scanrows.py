@@ -15,9 +15,11 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pairbench.contract.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
 
@@ -41,7 +43,10 @@ def pattern_status(line: str) -> tuple[str, str] | None:
     """(pattern, status) of a data line, None if it is not a whole row. Fast path: the
     cells before pattern and from status on hold no comma unless the line is quoted."""
     if '"' in line:
-        cells = split_line(line)
+        try:
+            cells = split_line(line)
+        except csv.Error:  # not a CSV row (a stray \r in a quoted cell: bytes, not rows)
+            return None
         return (cells[I_PATTERN], cells[I_STATUS]) if len(cells) == len(COLUMNS) else None
     if line.count(",") != N_COMMAS:
         return None
@@ -58,36 +63,75 @@ def round_of(pattern: str) -> int:
     return 0
 
 
+FEED_BYTES = 64 << 20  # read at most this much of a part at a time
+
+
 @dataclass
 class PartScan:
-    """What has been read of one part's CSV so far (incrementally: feed() new bytes)."""
+    """What has been read of one part's CSV so far (incrementally: feed() new bytes).
+    writer: a scan whose rows are Parquet (pairbench.runner.scanparquet) parses the new
+    lines with pyarrow and adds them to the part's columnar copy, so the CSV is parsed
+    once, while the job runs; without it every line is split here (data.csv)."""
 
     path: Path
     offset: int = 0
     header_ok: bool | None = None
-    rest: str = ""
+    rest: bytes = b""
     order: list[int] = field(default_factory=list)   # rounds in the order they appeared
     bad: set[int] = field(default_factory=set)       # rounds with a row that is not ok
     rows: int = 0
+    writer: Any = None  # scanparquet.PartWriter, or None
 
-    def feed(self) -> int:
-        """Read what the job appended since the last call; the number of new rounds."""
+    def feed(self, limit: int = 4 * FEED_BYTES) -> int:
+        """Read what the job appended since the last call (at most `limit` bytes, up to the
+        end the file had when called: a poll returns even while a fast job keeps writing);
+        the number of new rounds."""
+        before = len(self.order)
         try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
+            f = open(self.path, "rb")  # noqa: SIM115
         except OSError:
             return 0
-        if not chunk:
-            return 0
-        self.offset += len(chunk)
-        text = self.rest + chunk.decode("utf-8", "replace")
-        lines = text.split("\n")
-        self.rest = lines.pop()
-        before = len(self.order)
-        for line in lines:
-            self._line(line)
+        with f:
+            end = min(os.fstat(f.fileno()).st_size, self.offset + limit)
+            f.seek(self.offset)
+            while self.offset < end and (chunk := f.read(min(FEED_BYTES,
+                                                             end - self.offset))):
+                self.offset += len(chunk)
+                data = self.rest + chunk
+                cut = data.rfind(b"\n") + 1
+                self.rest = data[cut:]
+                if cut:
+                    self._block(data[:cut])
         return len(self.order) - before
+
+    def at_end(self) -> bool:
+        try:
+            return self.offset >= self.path.stat().st_size
+        except OSError:
+            return True
+
+    def _block(self, data: bytes, keep: bool = True) -> None:
+        """Whole lines (each ending in \\n); keep: add them to the columnar copy."""
+        if self.writer is None:
+            for line in data.decode("utf-8", "replace").split("\n"):
+                self._line(line)
+            return
+        while self.header_ok is None and data:  # the header, in bytes (a 64 MB block)
+            nl = data.find(b"\n") + 1
+            self._line(data[:nl].decode("utf-8", "replace").rstrip("\n"))
+            data = data[nl:]
+        if not self.header_ok or not data:
+            return
+        from pairbench.runner.scanparquet import AS_DICT, parse_lines, split_rounds
+
+        t, order, bad, pair = split_rounds(parse_lines(data, str(self.path), AS_DICT))
+        for r in order:
+            if not self.order or self.order[-1] != r:
+                self.order.append(r)
+        self.bad |= bad
+        self.rows += t.num_rows
+        if keep:
+            self.writer.add(t, pair)
 
     def _line(self, line: str) -> None:
         if not line:
@@ -118,15 +162,18 @@ class PartScan:
 
 def scan_part(path: Path, exited_ok: bool,
               ps: PartScan | None = None) -> tuple[PartScan, set[int]]:
-    """Read (the rest of) a part: (its scan, its complete rounds)."""
+    """Read (the rest of) a part: (its scan, its complete rounds). A last line without its
+    newline (cut short by a dying job) counts for the rounds but is not a row of the data;
+    a part's columnar copy is closed (written whole) here."""
     ps = ps or PartScan(path)
-    while ps.feed():
-        pass
-    if ps.rest:
-        ps.rest += "\n"
+    ps.feed()
+    while not ps.at_end():
         ps.feed()
-        ps._line(ps.rest.rstrip("\n"))
-        ps.rest = ""
+    if ps.rest:
+        ps._block(ps.rest + b"\n", keep=False)
+        ps.rest = b""
+    if ps.writer is not None:
+        ps.writer.close()
     return ps, ps.complete(exited_ok)
 
 
@@ -204,6 +251,23 @@ def error_line(layer: str, test: str, pattern: str, size: int, pairs: int, host:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="").writerow(cells)
     return buf.getvalue()
+
+
+def write_rows(run_dir: Path, sources: Iterable[tuple[Any, str, int]], fmt: str) -> int:
+    """The run's rows file from (lines | WholePart | scanparquet.Kept, run_id, repetition)
+    sources: data.parquet when fmt is "parquet" (pairbench.runner.scanparquet), else
+    data.csv; the other one removed (a run keeps one rows file). Returns the rows."""
+    if fmt == "parquet":
+        from pairbench.runner.scanparquet import write_data_parquet
+
+        return write_data_parquet(run_dir, sources)
+    n = write_data_csv(run_dir / "data.csv", sources)
+    old = run_dir / "data.parquet"
+    if old.is_dir():
+        shutil.rmtree(old)
+    elif old.exists():
+        old.unlink()
+    return n
 
 
 def write_data_csv(path: Path, sources: Iterable[tuple[Iterable[str], str, int]]) -> int:
