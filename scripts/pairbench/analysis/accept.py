@@ -10,6 +10,13 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
                        worst_lat_us_p99 / lat_us_p99; every point with >= 2 pairs
   [[min_pair_share]]   slowest pair's bandwidth / mean pair bandwidth (min_pair_bw_share)
                        >= min_share; every point with >= 2 pairs
+  [[max_stalls]]       soak (--soak): stalls over the point's pairs <= max_stalls (default 0)
+  [[no_corruption]]    soak with --validate-live: messages were checked under load and
+                       none was corrupt (a run that checked nothing fails: no evidence)
+  [[min_bucket_share]] soak: the lowest pair's min bucket / its median bucket
+                       (min_bucket_share, the windowed minimum) >= min_share;
+                       both soak criteria take the WORST repetition, count only soak rows,
+                       and fail a partial soak or a flow without a median
   [spec] accept_flags  machine flags (oversubscribed, emulated_device, link_rate_nominal,
                        link_rate_unknown) the spec accepts; a check on a point whose rows
                        carry any other machine flag fails even when its value is within
@@ -47,9 +54,10 @@ import pandas as pd
 from pairbench.analysis.envcheck import Environment, evaluate_environment
 from pairbench.analysis.flags import row_flags
 from pairbench.analysis.frames import METRICS, is_headline
+from pairbench.analysis.load import read_chunks
 from pairbench.contract import testtable
 from pairbench.contract.columns import BLOCK_TIMED
-from pairbench.contract.flags import MACHINE_FLAGS
+from pairbench.contract.flags import MACHINE_FLAGS, tail_advice
 from pairbench.contract.schema import find_data_csv
 from pairbench.contract.sizes import Size, size_label
 from pairbench.errors import UsageError
@@ -129,6 +137,30 @@ class MinPairShare:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MaxStalls:
+    test: str = key(Str())
+    max_stalls: int = key(NonNegInt(), 0)
+    min_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoCorruption:
+    test: str = key(Str())
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinBucketShare:
+    test: str = key(Str())
+    min_share: float = key(Num())
+    min_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
 class FabricMinLinkShare:
     test: str = key(Str())
     min_share: float = key(Num())
@@ -165,7 +197,8 @@ class Sanity:
 
 # criterion -> what the test must measure for it (a latency, or a bandwidth).
 NEEDS_LATENCY = ("max_latency", "max_pair_scaling", "max_worst_pair")
-NEEDS_BANDWIDTH = ("min_link_pct", "min_fairness", "min_pair_share")
+NEEDS_BANDWIDTH = ("min_link_pct", "min_fairness", "min_pair_share", "max_stalls",
+                   "min_bucket_share", "no_corruption")
 
 
 @dataclass(frozen=True)
@@ -178,6 +211,9 @@ class AcceptSpec:
     min_fairness: list[MinFairness] = key(ArrayOfTables(MinFairness), factory=list)
     max_worst_pair: list[MaxWorstPair] = key(ArrayOfTables(MaxWorstPair), factory=list)
     min_pair_share: list[MinPairShare] = key(ArrayOfTables(MinPairShare), factory=list)
+    max_stalls: list[MaxStalls] = key(ArrayOfTables(MaxStalls), factory=list)
+    min_bucket_share: list[MinBucketShare] = key(ArrayOfTables(MinBucketShare), factory=list)
+    no_corruption: list[NoCorruption] = key(ArrayOfTables(NoCorruption), factory=list)
     fabric_min_link_share: list[FabricMinLinkShare] = key(ArrayOfTables(FabricMinLinkShare),
                                                           factory=list)
     fabric_max_outliers: list[FabricMaxOutliers] = key(ArrayOfTables(FabricMaxOutliers),
@@ -297,6 +333,8 @@ def evaluate(df: pd.DataFrame | None, spec: dict, meta: dict | None = None,
     rows: list[dict] = []
     if df is not None:
         _sweep_criteria(df, spec, rows)
+        for c in spec.get("no_corruption", []):
+            _no_corruption(df, run, c, rows)
     cache: dict = {}
     scan = run if run is not None and is_fabric_scan(meta or {}) else None
     for c in spec.get("fabric_min_link_share", []):
@@ -338,8 +376,80 @@ def _sweep_criteria(df: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
         _check("min_pair_share", c, rows, d[d["pairs"] > 1], "min_pair_bw_share",
                c["min_share"], ok_if_le=False)
         _name_pair(rows[n0:], d, "min_bw_pair_id", "slowest pair")
+    for c in spec.get("max_stalls", []):
+        _soak_check("max_stalls", c, rows, _sized(_rows_for(agg, c), c), "stalls",
+                    c["max_stalls"], ok_if_le=True)
+    for c in spec.get("min_bucket_share", []):
+        _soak_check("min_bucket_share", c, rows, _sized(_rows_for(agg, c), c),
+                    "min_bucket_share", c["min_share"], ok_if_le=False)
     _refuse_flagged(agg, spec, rows)
     _note_tail(agg, rows)
+
+
+def _no_corruption(df: pd.DataFrame, run: Path | None, crit: dict, rows: list[dict]) -> None:
+    """[[no_corruption]]: data checked under load (--validate-live) in the run's soak, and not
+    one corrupt message: a pair row that says DATA CORRUPTED fails, and so does a soak whose
+    series checked nothing (no evidence is not a pass)."""
+    from pairbench.analysis import soak
+
+    label = crit["test"] + (f"[{crit['variant']}]" if crit["variant"] else "")
+    base = {"criterion": "no_corruption", "test": label, "size": "", "pairs": "", "limit": 0}
+    d = df[(df["test"] == crit["test"]) & (df["variant"].fillna("") == crit["variant"])]
+    bad = d[d["error"].fillna("").str.contains("DATA CORRUPTED")]
+    checked = corrupt = 0
+    for ps in soak.stability(run) if run is not None and Path(run).is_dir() else []:
+        if ps.test == crit["test"]:
+            checked += sum(r.stats.checked for r in ps.flows)
+            corrupt += sum(r.stats.corrupt for r in ps.flows)
+    if len(bad) or corrupt:
+        rows.append({**base, "value": float(max(corrupt, len(bad))), "verdict": "fail",
+                     "detail": f"corrupt data: {bad['error'].iloc[0] if len(bad) else ''}"
+                               f" ({corrupt} corrupt of {checked} checked in the series)"})
+    elif not checked:
+        rows.append({**base, "value": None, "verdict": "fail",
+                     "detail": "no data was checked under load (sweep --soak S --validate-live N)"})
+    else:
+        rows.append({**base, "value": 0.0, "verdict": "pass",
+                     "detail": f"0 corrupt of {checked} messages checked under load"})
+
+
+def _soak_check(name: str, crit: dict, rows: list[dict], d: pd.DataFrame, metric: str,
+                limit: float, ok_if_le: bool) -> None:
+    """A soak criterion (docs/methodology.md "Soak"): only points measured with --soak
+    count (soak_buckets given), and the WORST repetition decides, not the median: one soak
+    with a stall is a soak with a stall. A partial soak (flag soak_partial) or a flow
+    without a median (soak_zero_median) fails: it did not show what was asked."""
+    if "soak_buckets" in d.columns:
+        d = d[pd.to_numeric(d["soak_buckets"], errors="coerce").notna() | (d["status"] != "ok")]
+    else:
+        d = d.iloc[0:0]
+    label = crit["test"] + (f"[{crit['variant']}]" if crit["variant"] else "")
+    if d.empty:
+        rows.append({"criterion": name, "test": label, "size": "", "pairs": "", "value": None,
+                     "limit": limit, "verdict": "fail",
+                     "detail": "no soak data for this criterion (run the sweep with --soak)"})
+        return
+    for (size, pairs), g in d.groupby(["msg_size_bytes", "pairs"]):
+        base = {"criterion": name, "test": label, "size": size_label(int(size)),
+                "pairs": int(pairs), "limit": limit}
+        errs = g[g["status"] != "ok"]
+        if len(errs):
+            rows.append({**base, "value": None, "verdict": "fail",
+                         "detail": f"point failed: {errs['error'].iloc[0]}"})
+            continue
+        flags = set().union(*row_flags(g))
+        bad = sorted(flags & {"soak_partial", "soak_zero_median"})
+        vals = pd.to_numeric(g[metric], errors="coerce")
+        if bad or vals.isna().any():
+            why = ", ".join(bad) if bad else f"{metric} empty"
+            rows.append({**base, "value": None, "verdict": "fail",
+                         "detail": f"the soak cannot be judged: {why}"})
+            continue
+        v = float(vals.max() if ok_if_le else vals.min())
+        ok = v <= limit if ok_if_le else v >= limit
+        rows.append({**base, "value": v, "verdict": "pass" if ok else "fail",
+                     "detail": f"{metric} {'<=' if ok_if_le else '>='} {limit:g}, the worst of "
+                               f"{len(g)} repetition(s)"})
 
 
 def _refuse_flagged(agg: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
@@ -363,19 +473,23 @@ def _refuse_flagged(agg: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
 
 
 def _note_tail(agg: pd.DataFrame, rows: list[dict]) -> None:
-    """A check on a point whose aggregate is tail-dominated (a fixed count whose pairs ended
-    apart, docs/methodology.md "Windows") says so: its bandwidth understates what the pairs
-    did together, so a failed minimum there may be the method's, not the adapter's."""
-    tail: set[tuple[str, str, int]] = set()
+    """A check on a point whose aggregate is tail-dominated (pairs that ended apart,
+    docs/methodology.md "Windows") says so, with the advice of how the point was timed
+    (contract.flags.tail_advice): a fixed count's aggregate understates what the pairs did
+    together; in a common window it is stop jitter of a busy machine. Either way a failed
+    minimum there may be the method's or the host's, not the adapter's."""
+    tail: dict[tuple[str, str, int], str] = {}
     for r, fl in zip(agg.itertuples(), row_flags(agg), strict=True):
         if "tail_dominated" in fl:
             label = r.test + (f"[{r.variant}]" if isinstance(r.variant, str) and r.variant
                               else "")
-            tail.add((label, size_label(int(r.msg_size_bytes)), int(r.pairs)))
+            how = getattr(r, "window_method", "")
+            tail[(label, size_label(int(r.msg_size_bytes)), int(r.pairs))] = (
+                how if isinstance(how, str) else "")
     for r in rows:
-        if (r["test"], r["size"], r["pairs"]) in tail:
-            r["detail"] = (f"{r['detail']}; aggregate tail-dominated (fixed count, pairs ended "
-                           "apart: it understates the pairs together; rerun without -n)")
+        key = (r["test"], r["size"], r["pairs"])
+        if key in tail:  # the advice of how the point was timed (-n or a common window)
+            r["detail"] = f"{r['detail']}; aggregate tail-dominated: {tail_advice(tail[key])}"
 
 
 def _fabric_results(run: Path | None, df: pd.DataFrame | None, spec: dict, tol: float,
@@ -518,11 +632,8 @@ def _sanity_stream(csv: Path | None, spec: dict, rows: list[dict]) -> None:
         return
     limit = spec["sanity"]["max_link_pct"]
     cols = ["test", "msg_size_bytes", "pairs", "pair_id", "status", "link_pct", "flags"]
-    use = [c for c in cols if c in set(pd.read_csv(csv, nrows=0).columns)]
     n_pct, top, above = 0, float("nan"), []
-    for ch in pd.read_csv(csv, usecols=use, chunksize=500_000, keep_default_na=False,
-                          dtype={c: "category" for c in use if c != "link_pct"},
-                          na_values={"link_pct": [""]}):
+    for ch in read_chunks(csv, cols, numeric=("link_pct",)):  # data.csv or data.parquet
         ok = ch[(ch["status"] == "ok").to_numpy()]
         pct = pd.to_numeric(ok["link_pct"], errors="coerce") if "link_pct" in ok else \
             pd.Series(float("nan"), index=ok.index)
