@@ -99,6 +99,24 @@ def test_tail_advice_follows_how_the_point_was_timed(base_run: Path, tmp_path: P
     assert "run without -n" not in w[0]
 
 
+def test_accept_tail_advice_follows_how_the_point_was_timed(base_run: Path,
+                                                            tmp_path: Path) -> None:
+    """accept's detail of a check on such a point (issue 37: it said "rerun without -n")."""
+    run = tmp_path / "win"
+    shutil.copytree(base_run, run)
+    df = pd.read_csv(run / "data.csv", dtype=str, keep_default_na=False)
+    hit = (df["test"] == "write_bw") & (df["pair_id"] == "all") & (df["pairs"] == "2")
+    df.loc[hit, "flags"] = "tail_dominated"
+    df.to_csv(run / "data.csv", index=False)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[spec]\nname = "t"\nlayer = "verbs"\n[[min_fairness]]\n'
+                    'test = "write_bw"\nmin_fairness = 0.01\n')
+    acc = cli("accept", str(run), "--spec", str(spec))
+    out = acc.stdout + acc.stderr
+    assert "aggregate tail-dominated: one common window" in out, out
+    assert "without -n" not in out.replace("(no -n)", "")
+
+
 def test_a_tail_dominated_fixed_count_is_said_everywhere(base_run: Path,
                                                          tmp_path: Path) -> None:
     """-n with unequal pairs: the aggregate is flagged tail_dominated (docs/methodology.md,
