@@ -62,7 +62,8 @@ def main() -> int:
                    rng)
     series = sum(f.stat().st_size for f in (run / "soak").iterdir())
     print(f"{flows} flows x {n} buckets ({hours:g} h of {bucket_s:g} s): series files "
-          f"{series / 1e6:.1f} MB, written in {time.monotonic() - t:.0f} s; peak {peak_mib():.0f} MiB")
+          f"{series / 1e6:.1f} MB, written in {time.monotonic() - t:.0f} s; "
+          f"peak {peak_mib():.0f} MiB")
     t = time.monotonic()
     soak.convert(run / "soak", run / soak.PARQUET)
     pq = (run / soak.PARQUET).stat().st_size
