@@ -1,14 +1,15 @@
 #!/bin/bash
-# loop.sh: three versions of pairbench-mpi's stream receiver beside osu_mbw_mr -W 64, on a many-core
-# node: old (9cac33e: receives posted after the ack), a (469449e: the next window's receives posted
-# before the ack), b (two windows of receives posted at all times); osu = osu_mbw_mr -W 64 at its
+# loop.sh: versions of pairbench-mpi's stream receiver beside osu_mbw_mr -W 64, on a many-core
+# node: old (9cac33e: receives posted after the ack), new (the tree's HEAD as built for the run:
+# the same receiver, slots without a division), b (two windows of receives posted at all times:
+# two-windows-receiver.patch); osu = osu_mbw_mr -W 64 at its
 # defaults (8 B..1 MiB), osuL = the same with -i 3000 -x 300 (8 B..4 KiB: a window about as long as
 # pairbench's). pairbench-mpi --test msgrate at its defaults (one common 0.2 s window per point),
 # peer buffer layout (OSU's), sizes 8 B, 1 KiB, 4 KiB, 64 KiB, 1 MiB, at 1, 2, 4, 8 pairs. Per
 # repetition and pair count the five run back to back, their order shifted by one every repetition.
 # Stops after REPS repetitions or BUDGET seconds, whichever comes first. Raw outputs, load per
 # repetition and the binaries' sha256 go into $OUT/loop.tar.gz.
-#   OUT=<dir> BUNDLE=<bundle with bin/pairbench-mpi-{old,a,b}> bash loop.sh
+#   OUT=<dir> BUNDLE=<bundle with bin/pairbench-mpi-{old,new,b}> bash loop.sh
 set -u
 : "${OUT:?set OUT}" "${BUNDLE:?set BUNDLE}"
 REPS=${REPS:-24}; BUDGET=${BUDGET:-420}; PAIRS=${PAIRS:-1 2 4 8}; T0=$(date +%s)
@@ -38,7 +39,7 @@ runner() { # index P rep
     1) run_osu osu "$2" "$3" -m 8:1048576 ;;
     2) run_pb "$BUNDLE/bin/pairbench-mpi-b" b "$2" "$3" ;;
     3) run_osu osuL "$2" "$3" -m 8:4096 -i 3000 -x 300 ;;
-    4) run_pb "$BUNDLE/bin/pairbench-mpi-a" a "$2" "$3" ;;
+    4) run_pb "$BUNDLE/bin/pairbench-mpi-new" new "$2" "$3" ;;
   esac; }
 for rep in $(seq 1 "$REPS"); do
   for P in $PAIRS; do

@@ -1,5 +1,5 @@
-"""Table of loop.sh / rt-bench.sh: message rate of each pairbench-mpi receiver version (old, a, b)
-and of osu_mbw_mr (osu; osuL = -i 3000) per (pairs, size): median over repetitions, CV across
+"""Table of loop.sh / rt-bench.sh / burst.sh: message rate of each pairbench-mpi version (old, new,
+a, b; new5ms = a 5 ms window) and of osu_mbw_mr (osu; osuL = -i 3000) per (pairs, size): median over repetitions, CV across
 repetitions (stdev/mean, ddof=1), ratio of medians to osu, and the paired ratio (each
 repetition's rate / osu's in the same repetition: both ran back to back) as a median with a 95 %
 bootstrap interval (scipy.stats.bootstrap, percentile method, 9,999 resamples, seed 1).
@@ -60,7 +60,8 @@ def main(d: Path) -> None:
     pd.set_option("display.max_columns", 40)
     print("message rate (messages/s), aggregate; median and CV (stdev/mean) across repetitions")
     print(wide.to_string(float_format=lambda v: f"{v:.4g}"))
-    tools = [x for x in ("old", "a", "b", "osuL") if x in set(data.tool)]
+    order = ("new", "old", "a", "b", "new5ms", "osuL")
+    tools = [x for x in order if x in set(data.tool)] + sorted(set(data.tool) - set(order) - {"osu"})
     pr = pd.concat([paired(data, x) for x in tools])
     print("\npaired ratio to osu_mbw_mr (same repetition): median [95 % bootstrap interval]")
     for (p, s), grp in pr.groupby(["pairs", "size"]):
