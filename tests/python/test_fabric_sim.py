@@ -10,10 +10,13 @@ import contextlib
 import csv
 import json
 import os
+import random
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -222,6 +225,152 @@ def test_dry_run_counts_the_start_of_every_verbs_round() -> None:
     (["--hosts", "@/nonexistent/hosts"], "--hosts @/nonexistent/hosts"),
 ])
 def test_bad_resume_and_host_file(tmp_path: Path, bad: list, msg: str) -> None:
-    p = cli("fabric", *bad, "--binary", sys.executable, timeout=60)
+    p = cli("fabric", *bad, timeout=60)
     assert p.returncode == 2 and msg in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("bad,msg", [
+    (["--timeout", "nan"], "--timeout nan: expected seconds"),
+    (["--timeout", "inf"], "--timeout inf: expected seconds"),
+    (["--confirm", "1000"], "--confirm 1000: expected 0..10"),
+    (["--z", "nan"], "--z must be a finite number"),
+    (["--ranks-per-node", "100000"], "--ranks-per-node 100000: expected 1..256"),
+])
+def test_fabric_options_checked_as_strictly_as_sweep(tmp_path: Path, bad: list,
+                                                    msg: str) -> None:
+    """issue 37: --timeout nan was taken (exit 0, "timeout_s": NaN in metadata.json, handed
+    to every job), --confirm 1000 was taken without a bound. Exit 2 before anything runs."""
+    p = cli(*fabric_args(tmp_path / "res", 4, *bad), timeout=60)
+    assert p.returncode == 2 and msg in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "res").exists()
+
+
+def test_dry_run_counts_the_confirmation_launches() -> None:
+    """--dry-run says at most how much confirming the suspects adds (issue 37: it did not
+    count them; --confirm 1000 at K = 8 was thousands of launches)."""
+    hosts = tuple(f"n{i}" for i in range(8))
+    mpi = FabricConfig(layer="mpi", launcher="mpirun", hosts=hosts, tests=("latency", "bw"),
+                       sizes=(8,), binary="/b", run_dir="/r")
+    assert "at most 6 more launch(es), 78 round(s)" in describe_plan(mpi, 3)
+    verbs = replace(mpi, layer="verbs", tests=("write_lat", "write_bw"))
+    assert "at most 78 more launch(es), 78 round(s)" in describe_plan(verbs, 3)
+    assert "confirmation" not in describe_plan(mpi, 0)
+    ssh = replace(verbs, launcher="ssh")
+    assert "none (a verbs scan through ssh is not confirmed" in describe_plan(ssh, 2)
+
+
+def test_hosts_file_takes_mpirun_hostfile_lines(tmp_path: Path) -> None:
+    """`n001 slots=2` is node n001 (issue 37: the whole line was taken as the name), its
+    slots said to be ignored; a line of two names is an error naming the line."""
+    f = tmp_path / "hosts"
+    f.write_text("# rack 1\nn001 slots=2\nn002 slots=2 max_slots=4  # spare\n\nn003\n")
+    p = cli(*fabric_args(tmp_path, 2, "--dry-run"), "--hosts", f"@{f}", timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "fabric scan of 3 nodes" in p.stdout and "-H n001:1,n002:1,n003:1" not in p.stdout
+    assert "max_slots, slots ignored" in p.stderr
+    f.write_text("n001\nn002 n003\n")
+    p = cli(*fabric_args(tmp_path, 2, "--dry-run"), "--hosts", f"@{f}", timeout=60)
+    assert p.returncode == 2 and "line 2 'n002 n003': expected one node name" in p.stderr
+
+
+def test_render_refuses_a_sweeps_run_directory(base_run: Path) -> None:
+    """issue 37: --render on a sweep's run directory exited 0 and wrote fabric files into it."""
+    before = sorted(x.name for x in base_run.iterdir())
+    p = cli("fabric", "--render", str(base_run), timeout=60)
+    assert p.returncode == 2 and "not a fabric scan" in p.stderr, p.stderr
+    assert sorted(x.name for x in base_run.iterdir()) == before
+
+
+@pytest.fixture(scope="module")
+def small_scan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sim_scan(tmp_path_factory.mktemp("small"), 4, {})
+
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--hosts", "a,b"], "--hosts given"),
+    (["--layer", "verbs", "--launcher", "srun"], "--layer, --launcher given"),
+    (["--test", "bw", "--dry-run"], "--dry-run, --test given"),
+])
+def test_resume_refuses_the_scans_own_options(small_scan: Path, extra: list,
+                                              msg: str) -> None:
+    """issue 37: --resume RUN --hosts/--layer/--launcher ignored them without a word."""
+    before = (small_scan / "metadata.json").read_bytes()
+    p = cli("fabric", "--resume", str(small_scan), *extra, timeout=60)
+    assert p.returncode == 2 and msg in p.stderr, p.stderr
+    assert (small_scan / "metadata.json").read_bytes() == before
+    p = cli("fabric", "--render", str(small_scan), "--tolerance", "0.2", timeout=60)
+    assert p.returncode == 2 and "--tolerance given" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_resume_of_random_bytes_is_a_clear_error(small_scan: Path, tmp_path: Path,
+                                                 interrupted: bool) -> None:
+    """issue 37: a part's CSV of random bytes gave a 39-line traceback (csv.Error) and left
+    metadata.json 'running'; a finished scan's lost its rows in silence. Now: exit 2 naming
+    the file, metadata.json untouched."""
+    run = tmp_path / "run"
+    shutil.copytree(small_scan, run)
+    rng = random.Random(3)
+    (run / "raw" / "r1-latency-scan.csv").write_bytes(bytes(rng.randrange(256)
+                                                            for _ in range(20000)))
+    if interrupted:  # as a killed driver leaves it
+        meta = json.loads((run / "metadata.json").read_text())
+        for js in meta["scan"]["jobs"].values():
+            for part in js["parts"]:
+                part.update(status="running", complete=[])
+        meta["status"] = "running"
+        (run / "metadata.json").write_text(json.dumps(meta))
+    before = (run / "metadata.json").read_bytes()
+    p = cli("fabric", "--resume", str(run), timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "raw/r1-latency-scan.csv is not a pairbench CSV" in p.stderr
+    assert (run / "metadata.json").read_bytes() == before
+
+
+def test_sigterm_during_a_scan_says_what_happened_and_resumes(tmp_path: Path) -> None:
+    """issue 37: SIGTERM to the driver during a scan exited 143 with nothing said (and the
+    job's process group ran on). As sweep: the launch's process group is killed, the rounds
+    complete are kept, metadata.json says "interrupted" (signal, launch), one error line
+    says so and how to go on; exit 128 + 15; --resume then finishes the scan."""
+    pidfile = tmp_path / "sim.pid"
+    (tmp_path / "cut").mkdir()
+    envp = {**os.environ, "PB_SIM_ROUND_S": "0.2", "PB_SIM_PIDFILE": str(pidfile),
+            "PYTHONPATH": str(REPO / "scripts")}
+    driver = subprocess.Popen([sys.executable, "-m", "pairbench",
+                               *fabric_args(tmp_path / "cut", 12)], env=envp,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "cut").glob("*/raw/r1-latency-scan.csv")):
+            assert time.monotonic() < deadline and driver.poll() is None
+            time.sleep(0.1)
+        wait_for_rounds(next((tmp_path / "cut").glob("*/raw/r1-latency-scan.csv")), 3)
+        driver.send_signal(signal.SIGTERM)
+        out, err = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.communicate()
+    assert driver.returncode == 128 + signal.SIGTERM, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("pairbench fabric: error: interrupted by SIGTERM during "
+                           "r1-latency-scan (its process group killed)"), err
+    assert "go on with: pairbench fabric --resume" in last and "Traceback" not in err
+    run = Path(out.strip().splitlines()[-1])
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["status"] == "interrupted"
+    assert meta["interrupted"]["signal"] == "SIGTERM"
+    assert meta["interrupted"]["launch"] == "r1-latency-scan"
+    assert meta["scan"]["jobs"]["r1-latency"]["parts"][0]["status"] == "interrupted"
+    time.sleep(0.5)
+    sim_pid = int(pidfile.read_text())
+    assert not Path(f"/proc/{sim_pid}").exists() or \
+        Path(f"/proc/{sim_pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    assert (run / "data.csv").is_file() and not (run / "fabric.json").exists()
+    p = cli("fabric", "--resume", str(run), timeout=600)
+    assert p.returncode == 0, p.stderr
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["status"] == "complete" and "interrupted" not in meta

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -22,12 +23,15 @@ from pairbench.runner.exeopts import add_exe_arguments, exe_values
 from pairbench.runner.rundir import repo_root
 from pairbench.runner.scan import (
     FabricConfig,
+    check_confirm,
     confirm_scan,
     default_tests,
     resume_scan,
     scan_launchers,
     scan_to_dir,
 )
+from pairbench.runner.scancfg import read_hosts
+from pairbench.runner.sweep import StopSignals
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="mpi: mpirun or srun (one job per test); verbs: srun or mpirun (one "
                    "launch per round, a rank per node) or ssh (one launch per node pair)")
     p.add_argument("--hosts", default=None, help="comma-separated nodes (K >= 2), or @FILE: "
-                   "one per line")
+                   "one per line (an mpirun hostfile's 'n001 slots=2' gives n001)")
     p.add_argument("--resume", default=None, metavar="RUN", help="go on with the scan of "
                    "run directory RUN after its last complete round (MPI, or verbs through "
                    "mpirun/srun; its options are the run's)")
@@ -52,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "each suspect link, and each suspect node against 3 healthy peers, N "
                    "times in extra rounds of disjoint pairs after the scan (MPI scans, and "
                    "verbs scans through mpirun or srun: one launch per round); the report "
-                   "says which suspects are confirmed (0: off; default 2)")
+                   "says which suspects are confirmed (0: off, at most 10; default 2)")
     p.add_argument("--dry-run", action="store_true", help="print the rounds, the launches "
                    "and an estimated time; run nothing")
     p.add_argument("--test", default=None, help="comma-separated tests (default: the "
@@ -78,21 +82,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "= 1.4826 MAD of ln(perf) over the healthy links (default 3.5)")
 
 
-def host_list(text: str) -> tuple[str, ...]:
-    """--hosts a,b,c or @FILE (one host per line, # comments)."""
-    if text.startswith("@"):
-        try:
-            lines = Path(text[1:]).read_text().splitlines()
-        except OSError as exc:
-            raise UsageError(f"--hosts {text}: {exc.strerror}") from None
-        return tuple(ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip())
-    return tuple(h.strip() for h in text.split(",") if h.strip())
-
-
 def config_from_ns(ns: argparse.Namespace, run_dir: Path) -> FabricConfig:
     if not ns.hosts:
         raise UsageError("--hosts is required (or --resume RUN)")
-    hosts = host_list(ns.hosts)
+    hosts = read_hosts(ns.hosts)
     tests = (tuple(t.strip() for t in ns.test.split(",") if t.strip()) if ns.test
              else default_tests(ns.layer))
     binary = ns.binary or str(repo_root() / "build" / "bin" / f"pairbench-{ns.layer}")
@@ -101,10 +94,7 @@ def config_from_ns(ns: argparse.Namespace, run_dir: Path) -> FabricConfig:
         eargs = tuple(shlex.split(ns.exe_args))
     except ValueError as exc:
         raise UsageError(f"--launcher-args/--exe-args: {exc}") from None
-    if not 0 < ns.tolerance < 1:
-        raise UsageError(f"--tolerance must be in (0, 1), got {ns.tolerance}")
-    if ns.z < 0:
-        raise UsageError(f"--z must be >= 0, got {ns.z}")
+    check_analysis(ns)
     return FabricConfig(layer=ns.layer, launcher=ns.launcher, hosts=hosts, tests=tests,
                         sizes=tuple(parse_sizes(ns.sizes)), binary=binary,
                         run_dir=str(run_dir), ranks_per_node=ns.ranks_per_node,
@@ -112,6 +102,47 @@ def config_from_ns(ns: argparse.Namespace, run_dir: Path) -> FabricConfig:
                         launcher_cmd=ns.launcher_cmd, launcher_args=largs,
                         remote_binary=ns.remote_binary, as_root=os.geteuid() == 0,
                         exe_args=eargs, **exe_values(ns))
+
+
+def check_analysis(ns: argparse.Namespace) -> None:
+    if not 0 < ns.tolerance < 1:  # nan fails this too
+        raise UsageError(f"--tolerance must be in (0, 1), got {ns.tolerance}")
+    if not (math.isfinite(ns.z) and ns.z >= 0):
+        raise UsageError(f"--z must be a finite number >= 0, got {ns.z}")
+
+
+# What --resume RUN and --render RUN take besides RUN: everything else is the scan's own
+# (its metadata.json), and a given value would be ignored, so it is refused instead.
+KEEP_WITH = {"resume": {"resume", "topology", "confirm"}, "render": {"render", "topology"}}
+
+
+def refuse_scan_options(ns: argparse.Namespace, mode: str) -> None:
+    """--resume/--render with an option that the scan's own configuration decides (--hosts,
+    --layer, --launcher, --test, ...): exit 2 naming them, never ignored in silence."""
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    given = [a.option_strings[-1] for a in p._actions if a.option_strings
+             and a.dest not in KEEP_WITH[mode] and a.dest != "help"
+             and getattr(ns, a.dest, a.default) != a.default]
+    if given:
+        keep = ", ".join(f"--{k}" for k in sorted(KEEP_WITH[mode] - {mode}))
+        raise UsageError(f"--{mode} {getattr(ns, mode)}: {', '.join(given)} given, but the "
+                         f"scan's own options (its metadata.json) are used: leave them out "
+                         f"(with --{mode}: {keep})")
+
+
+def fabric_metadata(run_dir: Path, opt: str) -> dict:
+    """metadata.json of a fabric scan's run directory, else UsageError (a sweep's run
+    directory, a directory without one)."""
+    try:
+        meta = json.loads((run_dir / "metadata.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{opt} {run_dir}: no readable metadata.json ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("kind") != "pairbench fabric":
+        kind = meta.get("kind") if isinstance(meta, dict) else None
+        raise UsageError(f"{opt} {run_dir}: not a fabric scan (metadata.json kind "
+                         f"{kind!r}); nothing was written")
+    return meta
 
 
 def _topology(ns: argparse.Namespace, run_dir: Path | None) -> Topology | None:
@@ -132,20 +163,31 @@ def _analysis(run_dir: Path) -> dict:
 
 
 def run_fabric(ns: argparse.Namespace) -> int:
-    if ns.confirm < 0:
-        raise UsageError(f"--confirm must be >= 0, got {ns.confirm}")
+    check_confirm(ns.confirm)
+    if ns.render and ns.resume:
+        raise UsageError("--render and --resume exclude each other")
     if ns.render:
+        refuse_scan_options(ns, "render")
         run_dir = Path(ns.render).absolute()
-        analysis = _analysis(run_dir)
+        analysis = fabric_metadata(run_dir, "--render").get("analysis", {})
         summary = write_outputs(run_dir, analysis.get("tolerance", ns.tolerance),
                                 analysis.get("z", ns.z), topo=_topology(ns, run_dir))
         print(summary["text"], file=sys.stderr)
         print(run_dir, flush=True)
         return 0
     topo = _topology(ns, None)  # a bad map is an error before anything runs
+    # From here a stop signal (SIGINT, SIGTERM, SIGHUP) ends the running launch as a process
+    # group, keeps what is complete and says so: exit 128 + N (as sweep).
+    with StopSignals() as signals:
+        return _scan_and_report(ns, topo, signals)
+
+
+def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
+                     signals: StopSignals) -> int:
     if ns.resume:
+        refuse_scan_options(ns, "resume")
         run_dir = Path(ns.resume).absolute()
-        n_err, _ = resume_scan(run_dir)
+        n_err, _ = resume_scan(run_dir, signals)
         analysis = _analysis(run_dir)
         tol, z = analysis.get("tolerance", ns.tolerance), analysis.get("z", ns.z)
         topo = topo or _topology(ns, run_dir)
@@ -154,13 +196,14 @@ def run_fabric(ns: argparse.Namespace) -> int:
         analysis = {"tolerance": ns.tolerance, "z": ns.z}
         if topo is not None:
             analysis["topology"] = str(Path(topo.path).absolute())
-        n_err, new_dir = scan_to_dir(probe, ns.results_dir, analysis, ns.dry_run)
+        n_err, new_dir = scan_to_dir(probe, ns.results_dir, analysis, ns.dry_run,
+                                     ns.confirm, signals)
         if new_dir is None:
             return 0
         run_dir, tol, z = new_dir, ns.tolerance, ns.z
     lk, pairs = suspects_to_confirm(run_dir, tol, z)
     if ns.confirm > 0 and any(pairs.values()):
-        confirm_scan(run_dir, pairs, ns.confirm)
+        confirm_scan(run_dir, pairs, ns.confirm, signals)
     summary = write_outputs(run_dir, tol, z, lk, topo)
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
           else summary["text"], file=sys.stderr)

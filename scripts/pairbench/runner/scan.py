@@ -37,7 +37,7 @@ from pathlib import Path
 
 from pairbench.contract import testtable
 from pairbench.contract.testtable import LAYERS
-from pairbench.errors import UsageError
+from pairbench.errors import Interrupted, UsageError
 from pairbench.runner import fingerprint, launchers, scanverbs
 from pairbench.runner.collect import (
     atomic_write_json,
@@ -48,19 +48,22 @@ from pairbench.runner.collect import (
 )
 from pairbench.runner.exeopts import check_exe, exe_argv, exe_values
 from pairbench.runner.launchers.base import Side
+from pairbench.runner.options import MAX_PAIRS, check_timeout
 from pairbench.runner.plan import Point, SweepConfig, plan_point
 from pairbench.runner.run import PointResult, run_point
 from pairbench.runner.rundir import new_run_dir, now_iso, repo_root
-from pairbench.runner.scancfg import MAX_DROP, FabricConfig, Job, fmt_s
+from pairbench.runner.scancfg import MAX_DROP, FabricConfig, Job, ScanStopped, Stop, fmt_s, never
 from pairbench.runner.scancfg import ranges as _ranges
 from pairbench.runner.scancfg import unranges as _unranges
+from pairbench.runner.scanparquet import Kept, PartWriter, rows_format
 from pairbench.runner.scanrows import (
+    HEADER,
     PartScan,
     error_line,
     part_lines,
     scan_part,
     whole_part,
-    write_data_csv,
+    write_rows,
 )
 from pairbench.runner.schedule import (
     check_nodes,
@@ -69,6 +72,7 @@ from pairbench.runner.schedule import (
     total_rounds,
     tournament,
 )
+from pairbench.runner.sweep import StopSignals
 
 
 def default_tests(layer: str) -> tuple[str, ...]:
@@ -97,14 +101,14 @@ def check_config(cfg: FabricConfig) -> None:
         raise UsageError(f"--layer mpi runs inside one {jobs} job: use --launcher {jobs}")
     if len(cfg.hosts) < 2:
         raise UsageError(f"--hosts needs at least 2 nodes, got {len(cfg.hosts)}")
-    if cfg.ranks_per_node < 1:
-        raise UsageError("--ranks-per-node must be >= 1")
+    if not 1 <= cfg.ranks_per_node <= MAX_PAIRS:
+        raise UsageError(f"--ranks-per-node {cfg.ranks_per_node}: expected 1..{MAX_PAIRS} "
+                         "(pairs per node pair; the executables' limit, PB_MAX_PAIRS)")
     if cfg.repetitions < 1:
         raise UsageError("--repetitions must be >= 1")
     if not cfg.tests:
         raise UsageError("no test given (--test NAME)")
-    if cfg.timeout_s <= 0:
-        raise UsageError("--timeout must be > 0")
+    check_timeout(cfg.timeout_s, "the deadline of every round and launch")  # sweep's rule
     check_exe(cfg, cfg.layer)
     check_nodes(cfg.hosts)
 
@@ -180,16 +184,20 @@ def plan_fabric(cfg: FabricConfig) -> tuple[int, list[Job]]:
 
 
 def execute(cfg: FabricConfig, jobs: list[Job], run_dir: Path, run_id: str,
-            meta: dict) -> list[dict]:
-    """Run the waves in order, every job of a wave at once; rows of every job."""
+            meta: dict, stop: Stop = never) -> list[dict]:
+    """Run the waves in order, every job of a wave at once; rows of every job. A stop
+    signal ends the wave's launches (process groups killed): ScanStopped with the rows so
+    far, data.csv and metadata.json written."""
     data: list[dict] = []
     meta["points"] = []
     grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
 
     def one(j: Job) -> PointResult:
-        return run_point(j.point, run_dir / j.subdir, grace)
+        return run_point(j.point, run_dir / j.subdir, grace, stop=stop)
 
     for w in sorted({j.wave for j in jobs}):
+        if stop():
+            raise ScanStopped(None, data)
         wave = [j for j in jobs if j.wave == w]
         for j in wave:
             (run_dir / j.subdir / "raw").mkdir(parents=True, exist_ok=True)
@@ -212,6 +220,8 @@ def execute(cfg: FabricConfig, jobs: list[Job], run_dir: Path, run_id: str,
                   f"({res.elapsed_s:.1f} s)", file=sys.stderr)
         atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
         atomic_write_json(run_dir / "metadata.json", meta)
+        if stop():
+            raise ScanStopped(f"round wave {w + 1}", data)
     return data
 
 
@@ -259,7 +269,7 @@ STUCK_MAX = 3
 
 
 def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[], None],
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, stop: Stop = never) -> None:
     """Every (repetition, test) job of an MPI scan, each to its last round: a job that dies
     is continued from its first unfinished round (pairbench-mpi --pattern scan:F-L); hosts
     the launcher names as lost (1 to MAX_DROP of them) are left out of the rest of the
@@ -275,9 +285,13 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
         stuck = 0
         for part in js["parts"]:  # a part left running by a killed driver: read it back
             if part.get("status") == "running":
-                _, done = scan_part(run_dir / part["csv"], False)
+                _, done = scan_part(run_dir / part["csv"], False,
+                                    part_scan(run_dir, part, meta, rep))
                 part.update(status="interrupted", complete=_ranges(done))
+                drop_csv(run_dir, part)
         while True:
+            if stop():  # a stop signal: the rounds complete so far are kept
+                raise ScanStopped(None)
             done = set().union(*(_unranges(p["complete"]) for p in js["parts"]))
             first = next((r for r in range(1, n + 1) if r not in done), None)
             dropped = tuple(state["dropped"])
@@ -290,11 +304,14 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             part = {"name": job.point.name, "csv": job.point.csv, "first": first, "last": n,
                     "dropped": list(dropped), "status": "running", "complete": [],
                     "argv": list(job.point.sides[0].argv)}
+            if meta.get("rows_format") == "parquet":
+                part["parquet"] = f"raw/{job.point.name}.parquet"
             js["parts"].append(part)
             save()
-            ps = PartScan(run_dir / str(job.point.csv))
+            ps = part_scan(run_dir, part, meta, rep)
             prog = RoundProgress(f"r{rep} {test}", ps, first, n, n, quiet)
-            res = run_point(job.point, run_dir, grace, stop=prog.tick)
+            res = run_point(job.point, run_dir, grace,
+                            stop=lambda prog=prog: prog.tick() or stop())
             prog.tick(final=True)
             ps, complete = scan_part(run_dir / str(job.point.csv), res.ok, prog.part)
             if res.ok:
@@ -304,7 +321,12 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
                         exit_codes=res.exit_codes, timed_out=res.timed_out,
                         elapsed_s=round(res.elapsed_s, 3),
                         reason=None if res.ok else failure_reason(res, run_dir))
+            if res.interrupted:  # a stop signal: its process group was killed
+                part.update(status="interrupted", reason="interrupted by a stop signal")
             save()
+            drop_csv(run_dir, part)
+            if res.interrupted:
+                raise ScanStopped(job.point.name)
             if res.ok:
                 break
             err = (run_dir / job.point.sides[0].stderr).read_text(errors="replace")
@@ -321,8 +343,26 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             save()
 
 
+def part_scan(run_dir: Path, part: dict, meta: dict, rep: int) -> PartScan:
+    """The reader of a part's CSV: with a columnar copy (raw/NAME.parquet) when the scan's
+    rows are Parquet (meta["rows_format"], pairbench.runner.scanparquet)."""
+    ps = PartScan(run_dir / part["csv"])
+    if part.get("parquet"):
+        ps.writer = PartWriter(run_dir / part["parquet"], meta["run_id"], rep)
+    return ps
+
+
+def drop_csv(run_dir: Path, part: dict) -> None:
+    """A part whose rows are in its columnar copy (closed: the part ended) keeps no CSV: a
+    4,096-node scan's parts are 10.6 GiB of text, the copy a tenth of that."""
+    if part.get("parquet") and (run_dir / part["parquet"]).is_file():
+        (run_dir / part["csv"]).unlink(missing_ok=True)
+
+
 def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
-    """data.csv from the parts, streamed: each round from the last part that finished it;
+    """The rows file from the parts (data.csv, or data.parquet for a scan of
+    scanparquet.PARQUET_MIN_NODES nodes or more), streamed: each round from the last part
+    that finished it;
     a round no part finished gets an error row per size; node pairs of dropped hosts in the
     rounds run without them get error rows naming the host. Returns the error rows."""
     k, n = len(cfg.hosts), total_rounds(len(cfg.hosts))
@@ -353,10 +393,14 @@ def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
                     owner[r] = i
             for i, p in enumerate(js["parts"]):
                 mine = {r for r, o in owner.items() if o == i}
-                whole = (p.get("status") == "ok" and "rows" in p
-                         and mine == _unranges(p["complete"])
-                         and whole_part(run_dir / p["csv"], p["rows"]))
-                yield whole or part_lines(run_dir / p["csv"], mine), run_id, rep
+                if p.get("parquet"):  # its rows, parsed once while the job ran
+                    yield Kept(run_dir / p["parquet"], mine, p.get("status") == "ok"
+                               and mine == _unranges(p["complete"])), run_id, rep
+                else:
+                    whole = (p.get("status") == "ok" and "rows" in p
+                             and mine == _unranges(p["complete"])
+                             and whole_part(run_dir / p["csv"], p["rows"]))
+                    yield whole or part_lines(run_dir / p["csv"], mine), run_id, rep
                 drop = [pos[h] for h in p["dropped"]]
                 if drop:
                     extra = []
@@ -374,19 +418,20 @@ def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
             yield (line for r in missing for line in err_lines(rep, test, r, [], why)), \
                 run_id, rep
 
-    write_data_csv(run_dir / "data.csv", sources())
+    write_rows(run_dir, sources(), meta.get("rows_format", "csv"))
     return errors[0]
 
 
 def scan_to_dir(probe: FabricConfig, results_dir: str | None, analysis: dict,
-                dry_run: bool = False) -> tuple[int, Path | None]:
+                dry_run: bool = False, confirm: int = 0,
+                signals: StopSignals | None = None) -> tuple[int, Path | None]:
     """Plan (every bad input an error before anything exists), then run the scan into a new
     run directory; (error rows, run directory). `analysis` is recorded in metadata.json for
     the outputs that are made from it. dry_run: print the plan and an estimate, run
     nothing, (0, None)."""
     plan_fabric(probe)
     if dry_run:
-        print(describe_plan(probe), flush=True)
+        print(describe_plan(probe, confirm), flush=True)
         return 0, None
     launcher = launchers.get(probe)
     if not launcher.remote_binary and not Path(probe.binary).is_file():
@@ -399,28 +444,54 @@ def scan_to_dir(probe: FabricConfig, results_dir: str | None, analysis: dict,
             "started": now_iso(), "config": asdict(cfg),
             "schedule": {"kind": "round-robin tournament (docs/fabric.md)",
                          "nodes": len(cfg.hosts), "rounds": total_rounds(len(cfg.hosts))},
-            "analysis": analysis}
-    meta["fingerprint"] = fingerprint.gather(root, sys.argv)
+            "analysis": analysis,
+            # the rows file: data.parquet from PARQUET_MIN_NODES nodes on (not through ssh)
+            "rows_format": rows_format(len(cfg.hosts)) if cfg.layer == "mpi"
+            or launcher.jobs else "csv"}
+    meta["fingerprint"] = fingerprint.gather(root, sys.argv,
+                                             stop=signals.stopped if signals else None)
     atomic_write_json(run_dir / "metadata.json", meta)
-    return continue_scan(cfg, run_dir, meta), run_dir
+    return continue_scan(cfg, run_dir, meta, signals), run_dir
 
 
-def continue_scan(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
-    """Run (or go on with) the scan of run_dir; error rows."""
+def continue_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
+                  signals: StopSignals | None = None) -> int:
+    """Run (or go on with) the scan of run_dir; error rows. A stop signal (signals) ends
+    the running launch, keeps what is complete and raises Interrupted (stopped)."""
     def save() -> None:
         atomic_write_json(run_dir / "metadata.json", meta)
 
+    stop = signals.stopped if signals else never
     per_round = cfg.layer == "verbs" and launchers.get(cfg).jobs
+    halted: ScanStopped | None = None
+    data: list[dict] = []
+    try:
+        if stop():  # during the fingerprint, before any launch
+            raise ScanStopped(None)
+        if cfg.layer == "mpi":
+            run_mpi_scan(cfg, run_dir, meta, save, stop=stop)
+        elif per_round:
+            scanverbs.run_verbs_scan(cfg, run_dir, meta, save, stop=stop)
+        else:
+            _, jobs = plan_fabric(cfg)
+            data = execute(cfg, jobs, run_dir, run_dir.name, meta, stop)
+    except ScanStopped as e:
+        halted = e
+        data = e.rows or []
     if cfg.layer == "mpi":
-        run_mpi_scan(cfg, run_dir, meta, save)
         n_err = assemble_mpi(cfg, run_dir, meta)
     elif per_round:
-        scanverbs.run_verbs_scan(cfg, run_dir, meta, save)
         n_err = scanverbs.assemble_verbs(cfg, run_dir, meta)
     else:
-        _, jobs = plan_fabric(cfg)
-        data = execute(cfg, jobs, run_dir, run_dir.name, meta)
+        atomic_write_text(run_dir / "data.csv", rows_to_csv(data))
         n_err = sum(r.get("status") != "ok" for r in data)
+    if halted is not None and signals is not None and signals.received is not None:
+        meta.update(error_rows=n_err)
+        stopped(run_dir, meta, signals, halted.launch,
+                f"the rounds complete are kept in {run_dir}/data.csv; go on with: pairbench "
+                f"fabric --resume {run_dir}" if cfg.layer == "mpi" or per_round else
+                f"the node pairs measured are kept in {run_dir}/data.csv (a verbs scan "
+                "through ssh cannot be resumed: run it again)")
     meta.update(finished=now_iso(), error_rows=n_err,
                 status="complete" if n_err == 0 else "complete_with_errors")
     if cfg.layer == "mpi" or per_round:
@@ -437,7 +508,23 @@ def continue_scan(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
     return n_err
 
 
-def resume_scan(run_dir: Path) -> tuple[int, FabricConfig]:
+def stopped(run_dir: Path, meta: dict, signals: StopSignals, launch: str | None,
+            kept: str) -> None:
+    """A stop signal ended the scan (or its confirmation): metadata.json says which signal,
+    where and when (status "interrupted"), stdout the run directory, and Interrupted (exit
+    128 + N) says what happened and what is kept, as the sweep does."""
+    name = signals.name
+    meta["interrupted"] = {"signal": name, "launch": launch, "at": now_iso()}
+    meta["status"] = "interrupted"
+    meta["finished"] = now_iso()
+    atomic_write_json(run_dir / "metadata.json", meta)
+    print(run_dir, flush=True)
+    where = f" during {launch} (its process group killed)" if launch else ""
+    assert signals.received is not None
+    raise Interrupted(signals.received, f"interrupted by {name}{where}; {kept}")
+
+
+def resume_scan(run_dir: Path, signals: StopSignals | None = None) -> tuple[int, FabricConfig]:
     """Go on with an interrupted scan (MPI, or verbs through mpirun/srun) after its last
     complete round."""
     try:
@@ -446,17 +533,51 @@ def resume_scan(run_dir: Path) -> tuple[int, FabricConfig]:
         raise UsageError(f"--resume {run_dir}: no readable metadata.json ({exc})") from None
     if meta.get("kind") != "pairbench fabric" or "config" not in meta:
         raise UsageError(f"--resume {run_dir}: not a fabric scan")
-    cfg = config_from(meta)
+    try:
+        cfg = config_from(meta)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"--resume {run_dir}: metadata.json's config is not a fabric "
+                         f"scan's ({exc})") from None
     if cfg.layer != "mpi" and not launchers.get(cfg).jobs:
         raise UsageError("--resume continues MPI scans and verbs scans through mpirun or "
                          "srun (a verbs scan through ssh reruns its node pairs)")
+    check_rows_files(cfg, run_dir, meta)
     meta.setdefault("resumed", []).append(now_iso())
     meta["status"] = "running"
-    return continue_scan(cfg, run_dir, meta), cfg
+    meta.pop("interrupted", None)
+    return continue_scan(cfg, run_dir, meta, signals), cfg
 
 
-def describe_plan(cfg: FabricConfig) -> str:
-    """--dry-run: rounds, launches (the longest argument), and an estimate of the time."""
+def check_rows_files(cfg: FabricConfig, run_dir: Path, meta: dict) -> None:
+    """Before a resume changes anything: every rows file it will read (an MPI job's part, a
+    verbs round's file) is absent, empty (a job that died at start-up) or starts with the
+    CSV contract's header; anything else (a file overwritten, random bytes) is not this
+    scan's rows: UsageError naming it, the run directory left as it was."""
+    scan = meta.get("scan") or {}
+    files: list[str] = []
+    for js in (scan.get("jobs") or {}).values():
+        if cfg.layer == "mpi":
+            files += [p["csv"] for p in js.get("parts", []) if p.get("csv")]
+        else:
+            files += [f"{scanverbs.round_dir(js['rep'], js['test'])}/round{r}.csv"
+                      for r in sorted(_unranges(js.get("complete", [])))]
+    for rel in files:
+        try:
+            with open(run_dir / rel, "rb") as f:
+                head = f.readline(len(HEADER) + 2)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"--resume {run_dir}: {rel}: {exc.strerror}") from None
+        if head and head.rstrip(b"\r\n") != HEADER.encode():
+            raise UsageError(f"--resume {run_dir}: {rel} is not a pairbench CSV (its first "
+                             "line is not the schema's header): not this scan's rows; "
+                             "nothing was run or changed")
+
+
+def describe_plan(cfg: FabricConfig, confirm: int = 0) -> str:
+    """--dry-run: rounds, launches (the longest argument), an estimate of the time, and at
+    most how much confirming the suspects (--confirm) adds after the scan."""
     n, jobs = plan_fabric(cfg)
     k = len(cfg.hosts)
     per_point = (cfg.duration_s or 0.0) if getattr(cfg, "duration_s", None) else None
@@ -485,6 +606,15 @@ def describe_plan(cfg: FabricConfig) -> str:
                  f"{ROUND_OVERHEAD_S:g} s per point for barriers and rows, x {n} rounds) + "
                  f"{fmt_s(starts)} starting {len(jobs)} launch(es) ({LAUNCH_S:g} s each "
                  "assumed; a big job starts slower: the progress lines' ETA is measured)")
+    c_launches, c_rounds = confirm_bound(cfg, confirm)
+    if c_launches:
+        c_s = c_rounds * len(cfg.sizes) * (est + ROUND_OVERHEAD_S) + c_launches * LAUNCH_S
+        lines.append(f"confirmation (--confirm {confirm}, only if the scan finds suspects): "
+                     f"at most {c_launches} more launch(es), {c_rounds} round(s), "
+                     f"{fmt_s(c_s)}")
+    elif confirm:
+        lines.append(f"confirmation (--confirm {confirm}): none (a verbs scan through "
+                     f"{cfg.launcher} is not confirmed: docs/fabric.md)")
     return "\n".join(lines)
 
 
@@ -496,6 +626,29 @@ LAUNCH_S = 1.0
 
 
 CONFIRM_MAX_PAIRS = 64  # per test; more suspects than this is a fabric-wide problem
+# --confirm N: each suspect re-measured N times. Ten settle a suspect many times over; more is
+# an absurd job (a verbs scan of 8 nodes at --confirm 1000: up to 10,000 launches).
+CONFIRM_MAX_REPEATS = 10
+
+
+def check_confirm(repeats: int) -> None:
+    if not 0 <= repeats <= CONFIRM_MAX_REPEATS:
+        raise UsageError(f"--confirm {repeats}: expected 0..{CONFIRM_MAX_REPEATS} (the times "
+                         "each suspect is re-measured after the scan; 0: off)")
+
+
+def confirm_bound(cfg: FabricConfig, repeats: int) -> tuple[int, int]:
+    """At most (launches, rounds) that confirming the suspects adds after the scan (which
+    suspects there are is known only then): per test and repeat, the greedy rounds of
+    disjoint pairs over at most CONFIRM_MAX_PAIRS node pairs (fewer than 2K - 2: a greedy
+    edge colouring); MPI runs them in one job, verbs through mpirun/srun a launch each;
+    (0, 0) where the scan cannot be confirmed (verbs through ssh) or repeats is 0."""
+    if repeats <= 0 or not can_confirm(cfg):
+        return 0, 0
+    k = len(cfg.hosts)
+    per = min(CONFIRM_MAX_PAIRS, max(1, 2 * k - 3), k * (k - 1) // 2)
+    rounds = repeats * len(cfg.tests) * per
+    return (repeats * len(cfg.tests) if cfg.layer == "mpi" else rounds), rounds
 
 
 def confirm_rounds(pairs: list[tuple[str, str]], repeats: int) -> list[list[tuple[str, str]]]:
@@ -560,7 +713,7 @@ def can_confirm(cfg: FabricConfig) -> bool:
 
 
 def confirm_scan(run_dir: Path, pairs: dict[str, list[tuple[str, str]]],
-                 repeats: int) -> dict:
+                 repeats: int, signals: StopSignals | None = None) -> dict:
     """Re-measure the suspects' node pairs of each test (pairs: test -> node pairs, at most
     CONFIRM_MAX_PAIRS each) `repeats` times; rows in raw/confirm-TEST-REPEAT.csv, what ran
     in metadata.json["confirm"]. Returns that record ({} and nothing run where the scan
@@ -572,6 +725,22 @@ def confirm_scan(run_dir: Path, pairs: dict[str, list[tuple[str, str]]],
         return {}
     rec: dict = {"repeats": repeats, "tests": {}}
     grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
+    stop = signals.stopped if signals else never
+    try:
+        _confirm_tests(cfg, run_dir, pairs, repeats, rec, grace, stop)
+    except ScanStopped as e:
+        assert signals is not None
+        meta["confirm"] = {**rec, "interrupted": True}
+        stopped(run_dir, meta, signals, e.launch, "the scan itself is complete; pairbench "
+                f"fabric --render {run_dir} makes its outputs without the confirmation")
+    meta["confirm"] = rec
+    atomic_write_json(run_dir / "metadata.json", meta)
+    return rec
+
+
+def _confirm_tests(cfg: FabricConfig, run_dir: Path, pairs: dict[str, list[tuple[str, str]]],
+                   repeats: int, rec: dict, grace: float, stop: Stop) -> None:
+    """confirm_scan's launches, recorded in rec; ScanStopped on a stop signal."""
     for test, ps in pairs.items():
         ps = list(dict.fromkeys(ps))
         if not ps:
@@ -583,17 +752,18 @@ def confirm_scan(run_dir: Path, pairs: dict[str, list[tuple[str, str]]],
         for i in range(1, repeats + 1):
             if cfg.layer == "verbs":  # one launch per round of disjoint pairs
                 jobs += scanverbs.confirm_verbs(cfg, test, confirm_rounds(
-                    ps[:CONFIRM_MAX_PAIRS], 1), i, run_dir, grace)
+                    ps[:CONFIRM_MAX_PAIRS], 1), i, run_dir, grace, stop)
                 continue
             job = confirm_job(cfg, test, ps[:CONFIRM_MAX_PAIRS], i)
             assert job.hostfile is not None
             (run_dir / job.hostfile[0]).write_text(job.hostfile[1])
-            res = run_point(job.point, run_dir, grace)
+            if stop():
+                raise ScanStopped(None)
+            res = run_point(job.point, run_dir, grace, stop=stop)
+            if res.interrupted:
+                raise ScanStopped(job.point.name)
             jobs.append({"csv": job.point.csv, "argv": list(job.point.sides[0].argv),
                          "exit_codes": res.exit_codes, "elapsed_s": round(res.elapsed_s, 3),
                          "reason": None if res.ok else failure_reason(res, run_dir)})
         rec["tests"][test] = {"pairs": [list(p) for p in ps],
                               "not_confirmed_too_many": max(0, skipped), "jobs": jobs}
-    meta["confirm"] = rec
-    atomic_write_json(run_dir / "metadata.json", meta)
-    return rec

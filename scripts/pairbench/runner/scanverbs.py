@@ -45,14 +45,24 @@ from pairbench.runner.exeopts import exe_argv
 from pairbench.runner.launchers.base import Launcher, Side
 from pairbench.runner.plan import Point
 from pairbench.runner.run import PointResult, run_point
-from pairbench.runner.scancfg import MAX_DROP, FabricConfig, Job, fmt_s, ranges, unranges
+from pairbench.runner.scancfg import (
+    MAX_DROP,
+    FabricConfig,
+    Job,
+    ScanStopped,
+    Stop,
+    fmt_s,
+    never,
+    ranges,
+    unranges,
+)
 from pairbench.runner.scanrows import (
     HEADER,
     IDX,
     error_line,
     pattern_status,
     split_line,
-    write_data_csv,
+    write_rows,
 )
 from pairbench.runner.schedule import round_links, total_rounds
 
@@ -286,7 +296,7 @@ class Strikes:
 
 
 def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
-                   save: Callable[[], None], quiet: bool = False) -> None:
+                   save: Callable[[], None], quiet: bool = False, stop: Stop = never) -> None:
     """Every (repetition, test) of the scan, round by round, each round one launch (see the
     module's docstring). State in meta["scan"]: the rounds complete (as ranges) per
     (repetition, test) and the hosts left out; one line per launch in raw/rounds.jsonl."""
@@ -304,6 +314,8 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
             strikes, stuck, start, printed, ran = Strikes(), 0, time.monotonic(), 0.0, 0
             r = 1
             while r <= n:
+                if stop():  # a stop signal: the rounds complete so far are kept
+                    raise ScanStopped(None)
                 dropped = tuple(state["dropped"])
                 if r in done:
                     r += 1
@@ -316,7 +328,9 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
                 hf = run_dir / job.hostfile[0]
                 if not hf.is_file():
                     hf.write_text(job.hostfile[1])
-                res = run_point(job.point, run_dir, grace)
+                res = run_point(job.point, run_dir, grace, stop=stop)
+                if res.interrupted:  # its process group killed; the round is not complete
+                    raise ScanStopped(job.point.name)
                 err = (run_dir / job.point.sides[0].stderr).read_text(errors="replace")
                 lost = [h for h in launchers.get(cfg).lost_nodes(err) if h not in dropped]
                 lines, failed, n_ok = collect_round(cfg, job, res, run_dir, lost)
@@ -393,7 +407,7 @@ def confirm_order(pairs: list[tuple[str, str]]) -> list[str]:
 
 
 def confirm_verbs(cfg: FabricConfig, test: str, rounds: list[list[tuple[str, str]]],
-                  repeat: int, run_dir: Path, grace: float) -> list[dict]:
+                  repeat: int, run_dir: Path, grace: float, stop: Stop = never) -> list[dict]:
     """Re-measure the node pairs of `rounds` (each a list of disjoint node pairs, side A
     first) once: one launch per round, round 1 of the tournament over the round's hosts in
     confirm_order (pairbench-verbs --scan 1, the scan's own path). Their rows, as a scan
@@ -411,7 +425,9 @@ def confirm_verbs(cfg: FabricConfig, test: str, rounds: list[list[tuple[str, str
         assert job.hostfile is not None
         (run_dir / files[0]).mkdir(parents=True, exist_ok=True)
         (run_dir / job.hostfile[0]).write_text(job.hostfile[1])
-        res = run_point(job.point, run_dir, grace)
+        res = run_point(job.point, run_dir, grace, stop=stop)
+        if res.interrupted:
+            raise ScanStopped(job.point.name)
         got, failed, n_ok = collect_round(sub_cfg, job, res, run_dir, [])
         for line in got:
             cells = split_line(line)
@@ -438,8 +454,9 @@ def _round_lines(path: Path, errors: list[int]) -> Iterator[str]:
 
 
 def assemble_verbs(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
-    """data.csv from the round files, streamed; a round without one gets an error row per
-    size. Returns the error rows."""
+    """The rows file (data.csv, or data.parquet: meta["rows_format"]) from the round
+    files, streamed; a round without one gets an error row per size. Returns the error
+    rows."""
     n = total_rounds(len(cfg.hosts))
     errors = [0]
 
@@ -457,7 +474,7 @@ def assemble_verbs(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
                 yield ([error_line("verbs", test, f"scan:{r}", s, 0, "", "", "all", why)
                         for s in cfg.sizes], meta["run_id"], rep)
 
-    write_data_csv(run_dir / "data.csv", sources())
+    write_rows(run_dir, sources(), meta.get("rows_format", "csv"))
     return errors[0]
 
 
