@@ -130,8 +130,10 @@ def data_section(df: pd.DataFrame, tables: dict[str, TestTable] | None) -> Secti
                               "rate, or tail-dominated): see the warnings at the top.")
     sec.paragraphs.append("\"timed by\": window = every pair stopped at one common deadline "
                           "that long after the common start; target = latency samples until "
-                          "then and at least --lat-samples; count = a fixed count (-n), whose "
-                          "aggregate is flagged tail_dominated when the pairs ended apart "
+                          "then and at least --lat-samples; count = a fixed count (-n). An "
+                          "aggregate is flagged tail_dominated when its pairs ended apart: "
+                          "with a count, the pairs' own tails; in a window, stop jitter "
+                          "(an oversubscribed or busy machine, an emulated device) "
                           "(docs/methodology.md, \"Windows\").")
     sec.tables.append(Table(head, rows, [False] * 7 + [True] * len(cols), classes))
     errs = df[df["status"] != "ok"]
