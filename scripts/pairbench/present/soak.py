@@ -108,7 +108,7 @@ def plot_point(run: Path, ps: PointStability, out: Path) -> Path:
         ax.set_ylabel("pair")
     else:
         ax.set_ylabel("Gbit/s per bucket")
-        ax.legend(loc="lower right", fontsize="small", ncol=min(4, len(ps.flows)))
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")  # off the data
         ax.set_ylim(bottom=0)
     ax.set_xlabel("seconds after the common start"
                   + (f" (a column = min of {per} buckets)" if per > 1 else ""))
