@@ -205,11 +205,18 @@ def analyse_links(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
                   z: float = DEFAULT_Z) -> list[tuple[dict, pd.DataFrame, Verdict]]:
     """detect() for every (layer, test, variant, size) of a scan's links: [(key, links of
     that group (the columns detect and matrix read), verdict)], by key."""
-    out = []
+    return list(iter_analysed(lk, tolerance, z))
+
+
+def iter_analysed(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
+                  z: float = DEFAULT_Z) -> Iterator[tuple[dict, pd.DataFrame, Verdict]]:
+    """analyse_links() one group at a time: a caller that is done with a group before the
+    next holds one group's links and verdict, not all of them (at 4,096 nodes each group
+    is 8.4 million links)."""
     for key, idx in _groups(lk):
         g = pd.DataFrame({c: lk[c].array.take(idx) for c in GROUP_READS})
-        out.append((key, g, detect(g, tolerance, z)))
-    return out
+        del idx
+        yield key, g, detect(g, tolerance, z)
 
 
 GROUP_READS = ["node_a", "node_b", "value", "status", "metric", "higher_is_better"]
@@ -219,15 +226,18 @@ def _groups(lk: pd.DataFrame) -> list[tuple[dict, np.ndarray]]:
     """(key, row positions) of each GROUP of lk, sorted by key: the columns' codes
     (pd.factorize: a categorical's own) combined into one small integer per row, instead
     of a group-by over tens of millions of rows that copies every column."""
-    codes, uniques = [], []
-    for c in GROUP:
-        cd, un = pd.factorize(lk[c])
-        codes.append(cd)
-        uniques.append(un)
+    uniques = []
     key = np.zeros(len(lk), dtype=np.int64)
-    for cd, un in zip(codes, uniques, strict=True):
-        key = key * (len(un) + 1) + cd + 1
-    del codes
+    for c in GROUP:
+        if isinstance(lk[c].dtype, pd.CategoricalDtype):  # its codes: no copy per row
+            cd, un = lk[c].cat.codes.to_numpy(), lk[c].cat.categories
+        else:
+            cd, un = pd.factorize(lk[c])
+        key *= len(un) + 1
+        key += cd
+        key += 1
+        del cd
+        uniques.append(un)
     out = []
     for kv in np.flatnonzero(np.bincount(key)) if len(key) else []:
         vals, r = {}, int(kv)
@@ -303,17 +313,22 @@ def judge_scan(run: Path | str, tolerance: float = DEFAULT_TOLERANCE, z: float =
                lk: pd.DataFrame | None = None) -> list[tuple[dict, pd.DataFrame, Verdict]]:
     """analyse_links() of a scan run's links (lk, or read_scan(run)), each verdict's
     suspects judged by the run's confirmation rounds (raw/confirm-*.csv, if any: confirm())."""
+    return list(iter_judged(run, tolerance, z, lk))
+
+
+def iter_judged(run: Path | str, tolerance: float = DEFAULT_TOLERANCE, z: float = DEFAULT_Z,
+                lk: pd.DataFrame | None = None) -> Iterator[tuple[dict, pd.DataFrame, Verdict]]:
+    """judge_scan() one group at a time (iter_analysed())."""
     if lk is None:
         lk = read_scan(run)
-    results = analyse_links(lk, tolerance, z)
     run_dir = Path(run) if Path(run).is_dir() else Path(run).parent
     confs = [read_links(c) for c in sorted((run_dir / "raw").glob("confirm-*.csv"))]
     confs = [c for c in confs if len(c)]
-    if confs:
-        clk = pd.concat(confs, ignore_index=True)
-        for key, _, v in results:
+    clk = pd.concat(confs, ignore_index=True) if confs else None
+    for key, g, v in iter_analysed(lk, tolerance, z):
+        if clk is not None:
             sel = clk[(clk["test"].astype(str) == key["test"])
                       & (clk["variant"].astype(str) == key["variant"])
                       & (clk["msg_size_bytes"] == key["msg_size_bytes"])]
             confirm(v, sel)
-    return results
+        yield key, g, v

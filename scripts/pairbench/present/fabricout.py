@@ -36,9 +36,9 @@ from pairbench.analysis.outliers import (
     DEFAULT_Z,
     LinkPerf,
     Verdict,
-    analyse_links,
     confirm_pairs,
-    judge_scan,
+    iter_analysed,
+    iter_judged,
 )
 from pairbench.analysis.scanlinks import matrix, read_scan
 from pairbench.analysis.topology import Topology
@@ -392,7 +392,8 @@ def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
     pairs that would confirm its suspects (analysis.outliers.confirm_pairs)."""
     lk = read_scan(run_dir)
     by_test: dict[str, list[Verdict]] = {}
-    for key, _, v in analyse_links(lk, tolerance, z):
+    for key, _, v in iter_analysed(lk, tolerance, z):
+        v.links = {}  # confirm_pairs needs the suspects and the nodes' perf, not every link
         by_test.setdefault(key["test"], []).append(v)
     return lk, {t: confirm_pairs(vs) for t, vs in by_test.items()}
 
@@ -405,7 +406,8 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
     on nodes missing from the map or not in the scan, or None}."""
     if lk is None:
         lk = read_scan(run_dir)
-    results = judge_scan(run_dir, tolerance, z, lk)
+    # one (test, size) at a time: its links, verdict and matrix are dropped before the next
+    results = iter_judged(run_dir, tolerance, z, lk)
     # a scan whose rows are Parquet (scanparquet.PARQUET_MIN_NODES nodes or more) writes its
     # K²-sized files as Parquet only: 33 million links at 4,096 nodes are 2.6 GB of CSV
     big = find_data_csv(run_dir).suffix == ".parquet"
@@ -429,16 +431,18 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
         png, svg = heatmap(m, key, v, topo)
         write_output(run_dir / "plots" / f"{stem}.png", png, "heatmap")
         write_output(run_dir / "plots" / f"{stem}.svg", svg, "heatmap")
+        del m, g
         verdicts.append({**verdict_record(key, v, topo),
                          "matrix": f"{stem}-matrix.{'parquet' if big else 'csv'}",
                          "matrix_parquet": pq,
                          "heatmap": f"plots/{stem}.png"})
         lines.append(summary_line(key, v, topo))
+        del v
     top = {"tolerance": tolerance, "z": z}
     if topo is not None:
         top["topology"] = {"file": topo.path, "levels": list(topo.levels), "note": note}
     env = None
-    if any(key["layer"] == "verbs" for key, _, _ in results):  # pairbench-mpi: one per job
+    if any(v["layer"] == "verbs" for v in verdicts):  # pairbench-mpi: one per job
         env = nodeenv.summary(read_node_env(run_dir), _scan_nodes(lk))
         top["node_env"] = env
         lines.append(nodeenv.summary_line(env))
