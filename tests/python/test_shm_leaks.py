@@ -231,3 +231,32 @@ def test_pytest_process_in_its_own_namespace_fails_on_a_leak(tmp_path: Path) -> 
                         str(tmp_path)], capture_output=True, text=True, timeout=120,
                        cwd=tmp_path)
     assert p.returncode == 0, p.stdout
+
+
+def test_open_mpis_leftovers_fail_it_and_old_ones_do_not(tmp_path: Path) -> None:
+    """Issue 37: an Open MPI session-directory entry (TMPDIR/ompi.HOST.UID/jf.*) or a
+    /dev/shm file of Open MPI or of pairbench's per-job folders that is new since the snapshot
+    fails the check, naming it; one that was there before the snapshot does not count."""
+    tmp = tmp_path / "tmp"
+    session = tmp / "ompi.h.0"
+    (session / "jf.1").mkdir(parents=True)  # there before the run: not the run's
+    env = {**env_of("run-o"), "TMPDIR": str(tmp)}
+    snap = tmp_path / "snap.json"
+    assert shm_leaks("snapshot", snap, None, env=env).returncode == 0
+    p = shm_leaks("check", snap, None, env=env)
+    assert p.returncode == 0 and "Open MPI files left: 0" in p.stdout, (p.stdout, p.stderr)
+    (session / "jf.2").mkdir()
+    shm_file = None
+    if os.access("/dev/shm", os.W_OK):
+        shm_file = Path("/dev/shm") / f"pairbench-ompi-test-{os.getpid()}"
+        shm_file.mkdir()
+    try:
+        p = shm_leaks("check", snap, None, env=env)
+    finally:
+        if shm_file is not None:
+            shm_file.rmdir()
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert f"left behind: Open MPI file {session / 'jf.2'}" in p.stderr, p.stderr
+    assert str(session / "jf.1") not in p.stderr, p.stderr
+    if shm_file is not None:
+        assert f"left behind: Open MPI file {shm_file}" in p.stderr, p.stderr
