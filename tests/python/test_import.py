@@ -206,6 +206,40 @@ def test_perftest_text_repetitions_and_units(tmp_path: Path) -> None:
     assert meta["tests"]["tests"][0]["same_as"] == "verbs write_bw"
 
 
+RIG = PERF / "rig"  # real outputs: Debian perftest 4.5+0.17 on the Soft-RoCE rig (capture.sh)
+
+
+def test_perftest_real_rig_outputs(tmp_path: Path) -> None:
+    """Issue 38: real perftest outputs from the rig. Three ib_write_bw runs of one
+    configuration are one point with three repetitions equal to the files' numbers; every
+    other capture imports (latency -a whose t_stdev perftest prints as -nan from 2 MiB up:
+    that cell empty, the rest kept); the --out_json file (not valid JSON) too."""
+    files = [RIG / f"write_bw-64k-r{i}.txt" for i in (1, 2, 3)]
+    _, rows, meta = run_import(tmp_path, "perftest", *files)
+    pts = by_point(rows, "ib_write_bw")
+    assert set(pts) == {(65536, 1)} and set(pts[(65536, 1)]) == {1, 2, 3}
+    for i, f in enumerate(files, 1):
+        (t,) = table(f)
+        row = pts[(65536, 1)][i]
+        assert row["iterations"] == t[1] and row["device"] == "rxe0"
+        assert float(row["bw_mbyte_s"]) == pytest.approx(float(t[3]) * MIB / 1e6)
+        assert float(row["msg_rate_per_s"]) == pytest.approx(float(t[4]) * 1e6)
+    _, rows, _ = run_import(tmp_path / "lat", "perftest", RIG / "read_lat-a.txt")
+    lat = {int(r["msg_size_bytes"]): r for r in rows if r["pair_id"] == "all"}
+    raw = {int(t[0]): t for t in table(RIG / "read_lat-a.txt")}
+    assert set(lat) == set(raw) and len(raw) == 23
+    for size, t in raw.items():
+        assert float(lat[size]["lat_us_p50"]) == pytest.approx(float(t[4]))
+        assert lat[size]["lat_us_stdev"] == ("" if "nan" in t[6] else lat[size]["lat_us_stdev"])
+        if "nan" not in t[6]:
+            assert float(lat[size]["lat_us_stdev"]) == pytest.approx(float(t[6]))
+    assert any("nan" in t[6] for t in raw.values())
+    for name in ("write_bw-a-gbits.txt", "send_bw-4k.txt", "read_bw-64k.txt", "write_lat-8.txt",
+                 "send_lat-8.txt", "write_bw-64k.json"):
+        _, rows, _ = run_import(tmp_path / name, "perftest", RIG / name)
+        assert rows and all(r["status"] == "ok" for r in rows), name
+
+
 def test_perftest_all_sizes_gbits_latency_bidir(tmp_path: Path) -> None:
     _, rows, _ = run_import(tmp_path, "perftest", PERF / "write_bw-a-gbits.txt")
     pts = by_point(rows, "ib_write_bw")

@@ -145,6 +145,8 @@ def _row(path: Path, no: int, fields: list[str], head: list[str], factor: float)
     m = Measure(size=integer(fields[0], path, no, "#bytes"), values={}, line=no,
                 iterations=integer(fields[1], path, no, "#iterations"))
     for name, tok in zip(head[2:], fields[2:], strict=False):
+        if name == "t_stdev" and tok.lower().lstrip("+-") in ("nan", "inf"):
+            continue  # perftest's own arithmetic (seen in the rig: -nan from 2 MiB up): empty
         v = number(tok, path, no, name)
         if name == "bw":
             _bw(m, v * factor)
