@@ -215,7 +215,7 @@ def test_perftest_real_rig_outputs(tmp_path: Path) -> None:
     other capture imports (latency -a whose t_stdev perftest prints as -nan from 2 MiB up:
     that cell empty, the rest kept); the --out_json file (not valid JSON) too."""
     files = [RIG / f"write_bw-64k-r{i}.txt" for i in (1, 2, 3)]
-    _, rows, meta = run_import(tmp_path, "perftest", *files)
+    _, rows, _ = run_import(tmp_path, "perftest", *files)
     pts = by_point(rows, "ib_write_bw")
     assert set(pts) == {(65536, 1)} and set(pts[(65536, 1)]) == {1, 2, 3}
     for i, f in enumerate(files, 1):
