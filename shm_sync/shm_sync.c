@@ -164,19 +164,28 @@ static void shm_sync_fault_hold(void)
 	}
 }
 
+/* The segment's size for members slots of slot_bytes and extra_bytes more; -EINVAL past the bounds. */
+static int shm_sync_total(unsigned members, size_t slot_bytes, size_t extra_bytes, size_t *total)
+{
+	if (members == 0 || members > SHM_SYNC_MAX_MEMBERS || slot_bytes > (1ull << 30) ||
+	    extra_bytes > (1ull << 36))
+		return -EINVAL;
+	*total = shm_sync_slots_off(members) + members * shm_sync_round(slot_bytes) +
+		 shm_sync_round(extra_bytes);
+	return 0;
+}
+
 int shm_sync_create(unsigned members, size_t slot_bytes, size_t extra_bytes, bool remove_now,
 		    struct shm_sync **out)
 {
 	struct shm_sync *s;
-	size_t slot = shm_sync_round(slot_bytes), total;
+	size_t total;
 	struct shm_sync_window win;
 	void *addr;
 	int rc;
 
-	if (members == 0 || members > SHM_SYNC_MAX_MEMBERS || slot_bytes > (1ull << 30) ||
-	    extra_bytes > (1ull << 36))
-		return -EINVAL;
-	total = shm_sync_slots_off(members) + members * slot + shm_sync_round(extra_bytes);
+	if ((rc = shm_sync_total(members, slot_bytes, extra_bytes, &total)))
+		return rc;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -196,7 +205,7 @@ int shm_sync_create(unsigned members, size_t slot_bytes, size_t extra_bytes, boo
 	/* shmget zero-fills; only the header fields need values. */
 	s->hdr->magic = SHM_SYNC_MAGIC;
 	s->hdr->members = members;
-	s->hdr->slot_bytes = slot;
+	s->hdr->slot_bytes = shm_sync_round(slot_bytes);
 	s->hdr->extra_bytes = shm_sync_round(extra_bytes);
 	s->hdr->total_bytes = total;
 	s->hdr->abort_member = -1;
@@ -332,14 +341,12 @@ int shm_sync_create_detached(unsigned members, size_t slot_bytes, size_t extra_b
 			     struct shm_sync **out)
 {
 	struct shm_sync *s;
-	size_t slot = shm_sync_round(slot_bytes), total;
+	size_t total;
 	void *addr = NULL;
 	int rc;
 
-	if (members == 0 || members > SHM_SYNC_MAX_MEMBERS || slot_bytes > (1ull << 30) ||
-	    extra_bytes > (1ull << 36))
-		return -EINVAL;
-	total = shm_sync_slots_off(members) + members * slot + shm_sync_round(extra_bytes);
+	if ((rc = shm_sync_total(members, slot_bytes, extra_bytes, &total)))
+		return rc;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -351,7 +358,7 @@ int shm_sync_create_detached(unsigned members, size_t slot_bytes, size_t extra_b
 	s->hdr = addr;
 	s->hdr->magic = SHM_SYNC_MAGIC;
 	s->hdr->members = members;
-	s->hdr->slot_bytes = slot;
+	s->hdr->slot_bytes = shm_sync_round(slot_bytes);
 	s->hdr->extra_bytes = shm_sync_round(extra_bytes);
 	s->hdr->total_bytes = total;
 	s->hdr->abort_member = -1;
