@@ -162,6 +162,10 @@ class Job:
               + (f": {needle}" if needle else ""))
 
 
+class NotStarted(Fail):
+    """The job ended before all its ranks existed (on a loaded machine: a start-up deadline)."""
+
+
 def wait_ranks(job: Job, n: int, timeout: float = 60) -> dict:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -171,8 +175,13 @@ def wait_ranks(job: Job, n: int, timeout: float = 60) -> dict:
         if job.proc.poll() is not None:
             break
         time.sleep(0.02)
+    ended = job.proc.poll()
     job.kill_all()
-    raise Fail(f"could not find the {n} ranks of {' '.join(job.cmd)}")
+    if ended is not None:
+        err = job.proc.stderr.read() if job.proc.stderr else ""
+        raise NotStarted(f"the job ended (exit {ended}) before its {n} ranks were seen: "
+                         f"{' '.join(job.cmd)}\n{err[-1500:]}")
+    raise Fail(f"could not find the {n} ranks of {' '.join(job.cmd)} within {timeout:.0f} s")
 
 
 # --- cases -------------------------------------------------------------------------------
@@ -351,51 +360,68 @@ def case_shm_window(a) -> None:
         return
     deadline, np_ = 4.0, 4
     for how in ("killed", "held past --timeout"):
-        job = Job(a, np_, ["--test", "latency", "-s", "8", "-D", "5", "-w", "0", "--pairs",
-                           str(np_ // 2), "--allow-oversubscribe", "--timeout", str(deadline),
-                           "--startup-timeout", str(deadline),
-                           "-q", "-o", "@OUT@"])
+        for attempt in range(1, 4):
+            if _shm_window_try(a, gdb, how, deadline, np_):
+                break
+            print(f"note: {how}: try {attempt} of 3 did not force the window")
+        else:
+            print(f"note: {how}: the window was not forced in 3 tries (a loaded machine: the "
+                  "rank attached before gdb was ready, or the job's start-up ended it)")
+
+
+def _shm_window_try(a, gdb: str, how: str, deadline: float, np_: int) -> bool:
+    """One job for case_shm_window: False when the window was not reached (nothing checked);
+    a Fail when it was reached and the outcome is wrong."""
+    job = Job(a, np_, ["--test", "latency", "-s", "8", "-D", "5", "-w", "0", "--pairs",
+                       str(np_ // 2), "--allow-oversubscribe", "--timeout", str(deadline),
+                       "--startup-timeout", str(deadline),
+                       "-q", "-o", "@OUT@"])
+    try:
         victim = wait_ranks(job, np_)[np_ - 1]
-        flag = os.path.join(job.dir, "at-attach")
-        script = os.path.join(job.dir, "gdb.cmd")
-        with open(script, "w") as f:
-            f.write(GDB_HOLD.format(flag=flag, hold=int(deadline + MARGIN_S)))
-        g = subprocess.Popen([gdb, "-p", str(victim), "-batch", "-x", script],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            end = time.monotonic() + 60
-            while not os.path.exists(flag) and time.monotonic() < end and job.proc.poll() is None:
-                time.sleep(0.02)
-            if not os.path.exists(flag):
-                job.kill_all()
-                print(f"note: rank {np_ - 1} passed shm_sync_attach before gdb was ready; "
-                      "window not forced this time")
-                continue
-            seg = shm_of(ranks(job.marker, job.bin), job.shm_before)
-            if seg is None or seg[2] >= np_:
-                job.kill_all()
-                raise Fail(f"held at shm_sync_attach but the segment is {seg}")
-            shmid, mode, nattch = seg
-            if not mode & SHM_DEST:
-                job.kill_all()
-                raise Fail(f"segment {shmid} not marked for removal while rank {np_ - 1} "
-                           f"had not attached (nattch {nattch} of {np_}): it could leak")
-            if how == "killed":
-                os.kill(victim, signal.SIGKILL)
-                job.expect(f"rank {np_ - 1} killed inside shm_sync_attach (nattch {nattch} of "
-                           f"{np_}, segment already marked for removal)", tuple(range(1, 256)),
-                           None, MARGIN_S)
-            else:
-                job.expect(f"rank {np_ - 1} held inside shm_sync_attach past --timeout "
-                           f"(nattch {nattch} of {np_})", 1,
-                           "did not finish within the start-up deadline",
-                           deadline + MARGIN_S)
-        finally:
-            if g.poll() is None:
-                g.kill()
-            g.wait()
-            if alive(victim):
-                os.kill(victim, signal.SIGKILL)
+    except NotStarted as e:
+        print(f"note: {e}", file=sys.stderr)
+        return False
+    flag = os.path.join(job.dir, "at-attach")
+    script = os.path.join(job.dir, "gdb.cmd")
+    with open(script, "w") as f:
+        f.write(GDB_HOLD.format(flag=flag, hold=int(deadline + MARGIN_S)))
+    g = subprocess.Popen([gdb, "-p", str(victim), "-batch", "-x", script],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 60
+        while not os.path.exists(flag) and time.monotonic() < end and job.proc.poll() is None:
+            time.sleep(0.02)
+        if not os.path.exists(flag):
+            job.kill_all()
+            print(f"note: rank {np_ - 1} passed shm_sync_attach before gdb was ready; "
+                  "window not forced this time")
+            return False
+        seg = shm_of(ranks(job.marker, job.bin), job.shm_before)
+        if seg is None or seg[2] >= np_:
+            job.kill_all()
+            raise Fail(f"held at shm_sync_attach but the segment is {seg}")
+        shmid, mode, nattch = seg
+        if not mode & SHM_DEST:
+            job.kill_all()
+            raise Fail(f"segment {shmid} not marked for removal while rank {np_ - 1} "
+                       f"had not attached (nattch {nattch} of {np_}): it could leak")
+        if how == "killed":
+            os.kill(victim, signal.SIGKILL)
+            job.expect(f"rank {np_ - 1} killed inside shm_sync_attach (nattch {nattch} of "
+                       f"{np_}, segment already marked for removal)", tuple(range(1, 256)),
+                       None, MARGIN_S)
+        else:
+            job.expect(f"rank {np_ - 1} held inside shm_sync_attach past --timeout "
+                       f"(nattch {nattch} of {np_})", 1,
+                       "did not finish within the start-up deadline",
+                       deadline + MARGIN_S)
+    finally:
+        if g.poll() is None:
+            g.kill()
+        g.wait()
+        if alive(victim):
+            os.kill(victim, signal.SIGKILL)
+    return True
 
 
 def case_create_window(a) -> None:
