@@ -30,6 +30,7 @@
  *      vb_bw.c, vb_write.c, vb_read.c, vb_send.c, vb_atomic.c   engine ops (vb_lat.h)
  *      vb_validate.c   --validate
  *   1  vb_qp.c         waits, ctrl channel, per-size preparation
+ *      vb_soak.c       --soak: a bandwidth stream's recorder (core/pb_soak.h)
  *      vb_res.c        PD, CQ, MRs, QPs and their transitions (both methods)
  *      vb_handshake.c  option hash, our header, the peer's checked (both methods)
  *      vb_dev.c        device queries (probe child), environment record, MTUs
@@ -46,6 +47,7 @@
 
 #include "pb_common.h"
 #include "pb_engine.h"
+#include "pb_soak.h"
 #include "shm_meet.h"
 
 #include <infiniband/verbs.h>
@@ -85,6 +87,7 @@ struct vb_params {
 	uint64_t qps;            /* --qps: the pair's work round-robin over this many QPs */
 	int cm;                  /* enum vb_cm */
 	int buffers;             /* enum pb_buffers: --buffers fresh | peer (vb_buf.c) */
+	struct pb_soak_params soak;  /* --soak, --bucket, --stall-fraction, --series (core/pb_soak.h, vb_soak.c) */
 	/* derived by vb_params_finish() */
 	const struct vb_test *test_desc;
 	int gid_index_v;         /* -1 = auto */
@@ -397,6 +400,7 @@ struct vb_worker {
 	uint64_t atomic_value;    /* cswap: expected current value */
 	struct vb_slots slots;    /* buffer layout of the current size (vb_buf.c) */
 	struct vb_counters *counters; /* the node leader: port counters around each window; else NULL */
+	struct pb_soak_rec *soak;     /* --soak, a measuring bandwidth worker: its buckets (vb_soak.c); else NULL */
 	char error[256];
 };
 

@@ -20,11 +20,14 @@
 #include "pb_clock.h"
 #include "vb_buf.h"
 #include "vb_qp.h"
+#include "vb_soak.h"
 
 #include <errno.h>
 #include <string.h>
 
-enum vb_bw_mode { VB_BW_COUNT, VB_BW_DURATION, VB_BW_UNTIL_STOP };
+/* SOAK: DURATION, and each poll that returned completions adds them to the soak's bucket of
+ * the clock value that poll reads anyway (core/pb_soak.h); SIGUSR1 (the stop word) ends it. */
+enum vb_bw_mode { VB_BW_COUNT, VB_BW_DURATION, VB_BW_UNTIL_STOP, VB_BW_SOAK };
 
 /*
  * Retire the requests a send completion stands for: message k (wr_id, 1-based)
@@ -73,8 +76,10 @@ static inline uint64_t vb_bw_stop_at(const struct vb_worker *w, uint64_t scnt, u
  */
 static inline __attribute__((always_inline)) int
 vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, const bool slotted, uint64_t n,
-	   uint64_t end_by_ns, uint64_t *posted, uint64_t *recvd)
+	   uint64_t end_by_ns, uint64_t *posted, uint64_t *recvd, bool *stopped)
 {
+	const volatile uint64_t *soak_stop = pb_soak_stop_word();
+	uint64_t counted = 0;   /* soak: completions already in a bucket */
 	const uint64_t depth = w->p->tx_depth, mod = w->qp_sig, cap = w->qp_cap;
 	const unsigned nqp = w->nqp;
 	const uint32_t inl = w->inline_flag;
@@ -125,6 +130,16 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, const bool slotted, 
 		if (mode == VB_BW_DURATION && ne > 0 && limit == UINT64_MAX &&
 		    pb_clock_now_ns() >= end_by_ns)
 			limit = vb_bw_stop_at(w, scnt, mod);
+		if (mode == VB_BW_SOAK && ne > 0) {
+			const uint64_t now = pb_clock_now_ns();
+
+			pb_soak_add(w->soak, now, ccnt - counted);
+			counted = ccnt;
+			if (limit == UINT64_MAX && (now >= end_by_ns || *soak_stop)) {
+				limit = vb_bw_stop_at(w, scnt, mod);
+				*stopped = now < end_by_ns;
+			}
+		}
 		if (mode == VB_BW_UNTIL_STOP && limit == UINT64_MAX &&
 		    atomic_load_explicit(stop, memory_order_relaxed) == stop_at)
 			limit = vb_bw_stop_at(w, scnt, mod);
@@ -145,46 +160,55 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, const bool slotted, 
 				return rc;
 		}
 	}
+	if (mode == VB_BW_SOAK)
+		pb_soak_add(w->soak, pb_clock_now_ns(), ccnt - counted);
 	*posted = limit;
 	return 0;
 }
 
 /* The loop specialised for mode and layout (slotted: the layout has a slot per message). */
 static int vb_bw_run(struct vb_worker *w, enum vb_bw_mode mode, bool slotted, uint64_t n,
-		     uint64_t end_by_ns, uint64_t *posted, uint64_t *recvd)
+		     uint64_t end_by_ns, uint64_t *posted, uint64_t *recvd, bool *stopped)
 {
 	switch (mode) {
 	case VB_BW_COUNT:
-		return slotted ? vb_bw_loop(w, VB_BW_COUNT, true, n, 0, posted, recvd) :
-				 vb_bw_loop(w, VB_BW_COUNT, false, n, 0, posted, recvd);
+		return slotted ? vb_bw_loop(w, VB_BW_COUNT, true, n, 0, posted, recvd, stopped) :
+				 vb_bw_loop(w, VB_BW_COUNT, false, n, 0, posted, recvd, stopped);
 	case VB_BW_DURATION:
-		return slotted ? vb_bw_loop(w, VB_BW_DURATION, true, 0, end_by_ns, posted, recvd) :
-				 vb_bw_loop(w, VB_BW_DURATION, false, 0, end_by_ns, posted, recvd);
+		return slotted ? vb_bw_loop(w, VB_BW_DURATION, true, 0, end_by_ns, posted, recvd, stopped) :
+				 vb_bw_loop(w, VB_BW_DURATION, false, 0, end_by_ns, posted, recvd, stopped);
+	case VB_BW_SOAK:
+		return slotted ? vb_bw_loop(w, VB_BW_SOAK, true, 0, end_by_ns, posted, recvd, stopped) :
+				 vb_bw_loop(w, VB_BW_SOAK, false, 0, end_by_ns, posted, recvd, stopped);
 	case VB_BW_UNTIL_STOP:
 		break;
 	}
-	return slotted ? vb_bw_loop(w, VB_BW_UNTIL_STOP, true, 0, 0, posted, recvd) :
-			 vb_bw_loop(w, VB_BW_UNTIL_STOP, false, 0, 0, posted, recvd);
+	return slotted ? vb_bw_loop(w, VB_BW_UNTIL_STOP, true, 0, 0, posted, recvd, stopped) :
+			 vb_bw_loop(w, VB_BW_UNTIL_STOP, false, 0, 0, posted, recvd, stopped);
 }
 
 /* Stream n messages (or until the block's end) and close the stream; fills t when non-NULL. */
 static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, bool bidir)
 {
 	uint64_t start, own_end, end, posted = 0, recvd = 0, peer = 0;
-	bool slotted = w->slots.slotted;
+	bool slotted = w->slots.slotted, stopped = false, soak = t && w->soak && t->end_by_ns;
 	int rc;
 
 	w->stream_no++;
 	memset(w->qp_done, 0, w->nqp * sizeof(*w->qp_done));  /* before the window opens */
+	if (soak)  /* bucket 0 begins at the node's common start: the deadline minus the soak */
+		pb_soak_start(w->soak, t->end_by_ns - (uint64_t)(w->p->soak.soak_s * 1e9));
 	start = pb_clock_now_ns();
 	if (!t)
-		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd);
+		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd, &stopped);
 	else if (w->role->until_probe && !t->hist)  /* count, target: the load lasts as the probe */
-		rc = vb_bw_run(w, VB_BW_UNTIL_STOP, slotted, 0, 0, &posted, &recvd);
+		rc = vb_bw_run(w, VB_BW_UNTIL_STOP, slotted, 0, 0, &posted, &recvd, &stopped);
+	else if (soak)
+		rc = vb_bw_run(w, VB_BW_SOAK, slotted, 0, t->end_by_ns, &posted, &recvd, &stopped);
 	else if (t->end_by_ns)
-		rc = vb_bw_run(w, VB_BW_DURATION, slotted, 0, t->end_by_ns, &posted, &recvd);
+		rc = vb_bw_run(w, VB_BW_DURATION, slotted, 0, t->end_by_ns, &posted, &recvd, &stopped);
 	else
-		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd);
+		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd, &stopped);
 	own_end = pb_clock_now_ns();
 	if (!rc)
 		rc = vb_stream_signal(w, posted);
@@ -201,7 +225,7 @@ static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, boo
 	t->has_bw = w->measuring;
 	if (w->inline_flag)
 		vb_flag(t, "inline");
-	return 0;
+	return soak ? vb_soak_finish(w, t, stopped) : 0;
 }
 
 /* The engine's entry points: the pre-built work request carries the opcode. */
@@ -257,8 +281,16 @@ static int vb_bw_serve_warmup(void *ctx, uint64_t size, uint64_t n)
 	return w->p->bidir ? vb_bw_warmup(w, size, n) : vb_passive(w);
 }
 
+/* The measuring side's preparation: vb_prepare, and a soak's series file of this size. */
+static int vb_bw_prepare(void *ctx, uint64_t size)
+{
+	int rc = vb_prepare(ctx, size);
+
+	return rc ? rc : vb_soak_open(ctx, size);
+}
+
 const struct pb_test_ops vb_bw_client = {
-	.prepare = vb_prepare, .error = vb_error, .warmup = vb_bw_warmup, .timed = vb_bw_timed,
+	.prepare = vb_bw_prepare, .error = vb_error, .warmup = vb_bw_warmup, .timed = vb_bw_timed,
 };
 const struct pb_test_ops vb_bw_server = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_bw_serve_warmup, .timed = vb_bw_serve,

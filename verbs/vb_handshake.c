@@ -15,7 +15,7 @@
 enum { VB_OPT_ITEMS = 16 };
 static const char *const vb_opt_names[VB_OPT_ITEMS] = {
 	"--test", "--variant", "--bidir", "--sizes", "--iterations", "--warmup",
-	"--duration", "--pairs", "--tx-depth", "--cq-mod", "--validate", "--mtu", "--qps", "--cm",
+	"--duration/--soak", "--pairs", "--tx-depth", "--cq-mod", "--validate", "--mtu", "--qps", "--cm",
 	"--buffers", "--pattern",
 };
 
@@ -35,7 +35,7 @@ static void vb_opt_item(const struct vb_params *p, unsigned i, char *buf, size_t
 		break;
 	case 4: snprintf(buf, len, "%llu", (unsigned long long)p->c.iterations); break;
 	case 5: snprintf(buf, len, "%llu", (unsigned long long)p->c.warmup); break;
-	case 6: snprintf(buf, len, "%g", p->c.duration_s); break;
+	case 6: snprintf(buf, len, "%g/%g", p->c.duration_s, p->soak.soak_s); break;
 	case 7: snprintf(buf, len, "%llu", (unsigned long long)p->c.pairs); break;  /* --pattern: the slots R */
 	case 8: snprintf(buf, len, "%llu", (unsigned long long)p->tx_depth); break;
 	case 9: snprintf(buf, len, "%llu", (unsigned long long)p->cq_mod); break;

@@ -22,6 +22,7 @@
 #include "vb_qp.h"
 #include "vb_res.h"
 #include "vb_signal.h"
+#include "vb_soak.h"
 #include "vb_validate.h"
 #include "vb_xstart.h"
 
@@ -366,6 +367,11 @@ static struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 	ep.pattern = p->scan ? p->scan_label : p->pattern ? p->pat_label : NULL;
 	ep.qps = p->qps;
 	ep.buffers = p->test_desc->info.buffers ? pb_buffers_names[p->buffers] : NULL;
+	if (p->soak.soak_s > 0) {
+		/* A soak is one common window of --soak seconds (core/pb_soak.h). */
+		ep.method = PB_WM_WINDOW;
+		ep.duration_s = p->soak.soak_s;
+	}
 	return ep;
 }
 
@@ -416,7 +422,12 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 		if (!vb_counters_init(&counters, names, L->sh->ndev, (unsigned)p->ib_port, NULL, L->counters))
 			w->counters = &counters;
 	}
-	rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, &ops, w, &sink);
+	rc = vb_soak_create(w);
+	if (rc)
+		snprintf(w->error, sizeof(w->error), "--soak: no memory for the recorder");
+	else
+		rc = pb_engine_run(&ep, &role, &shm_meet_ops, &w->meet, &ops, w, &sink);
+	vb_soak_destroy(w);
 	vb_counters_free(w->counters);
 	w->counters = NULL;
 
@@ -559,6 +570,11 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 	pb_window_plan(&p->c, &p->test_desc->info, true, &w);
 	L.max_samples = w.method == PB_WM_WINDOW ? 1 : w.iterations;
 	vb_signals_install();
+	/* --soak: SIGUSR1 ends the soak at the next poll and keeps it (the workers inherit it). */
+	if (p->soak.soak_s > 0 && (rc = pb_soak_stop_on(SIGUSR1))) {
+		pb_log_error("--soak: sigaction(SIGUSR1): %s", strerror(-rc));
+		return PB_EXIT_RUNTIME;
+	}
 	vb_block_sigchld();
 	L.sh = mmap(NULL, sizeof(*L.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (L.sh == MAP_FAILED) {

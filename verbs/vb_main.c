@@ -164,6 +164,8 @@ static const struct pb_opt vb_opts[] = {
 	  "each node runs the client of its outgoing and the server of its incoming flows" },
 	{ "pattern-hosts", 0, PB_OPT_STRING, offsetof(VB_P, pattern_hosts), NULL, 0, 0, NULL, "FILE",
 	  "--pattern: the job's nodes, line i = rank i's node: NAME [ADDR] (as --scan-hosts)" },
+	/* issue 36: a soak (core/pb_soak.h, vb_soak.c) */
+	PB_SOAK_OPTS(VB_P, soak),
 };
 #define VB_NOPTS (sizeof(vb_opts) / sizeof(vb_opts[0]))
 
@@ -300,6 +302,35 @@ static int vb_variant_check(struct vb_params *p, const struct pb_test_info *t)
 	return 0;
 }
 
+/* --soak and its options: core's rules (pb_soak_validate), then this layer's. */
+static int vb_soak_check(const struct vb_params *p, const struct pb_opts_result *res)
+{
+	unsigned given = (pb_opts_given(vb_opts, VB_NOPTS, res, "bucket") ? PB_SOAK_GIVEN_BUCKET : 0) |
+			 (pb_opts_given(vb_opts, VB_NOPTS, res, "stall-fraction") ? PB_SOAK_GIVEN_FRACTION : 0) |
+			 (pb_opts_given(vb_opts, VB_NOPTS, res, "series") ? PB_SOAK_GIVEN_SERIES : 0) |
+			 (pb_opts_given(vb_opts, VB_NOPTS, res, "validate-live") ? PB_SOAK_GIVEN_VALIDATE : 0);
+	char err[256];
+
+	if (pb_soak_validate(&p->soak, &p->c, &p->test_desc->info, given, err, sizeof(err))) {
+		pb_log_error("%s", err);
+		return -EINVAL;
+	}
+	if (p->soak.soak_s > 0 && p->bidir) {
+		/* the measuring side sees only its own direction's completions */
+		pb_log_error("--soak with --bidir: not in pairbench-verbs yet (a side counts only its own direction); soak each direction");
+		return -EINVAL;
+	}
+	if (p->soak.soak_s > 0 && p->validate) {
+		pb_log_error("--soak measures; --validate checks without measuring: choose one");
+		return -EINVAL;
+	}
+	if (p->soak.validate_every) {
+		pb_log_error("--validate-live: not in pairbench-verbs yet (pairbench-mpi has it)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *res)
 {
 	const struct vb_test *t = vb_test_find(p->c.test);
@@ -341,6 +372,8 @@ static int vb_params_finish(struct vb_params *p, const struct pb_opts_result *re
 		pb_log_error("%s", err);
 		return -EINVAL;
 	}
+	if ((rc = vb_soak_check(p, res)))
+		return rc;
 	if (p->c.pairs > VB_MAX_PAIRS) {
 		pb_log_error("option --pairs: at most %d", VB_MAX_PAIRS);
 		return -EINVAL;

@@ -143,15 +143,16 @@ EXE_OPTIONS: tuple[ExeOption, ...] = (
     ExeOption("--soak", float, "soak: bandwidth and message-rate points run one common window "
               "of SEC seconds each, counted per bucket (--bucket); stalls per pair in the rows, "
               "the time series in the run's soak.parquet (docs/methodology.md \"Soak\")",
-              dest="soak_s", layers=("mpi",), check=_soak_seconds,
-              layer_hint="--soak is for --layer mpi for now (pairbench-verbs has no soak yet)"),
+              dest="soak_s", layers=("mpi", "verbs"), check=_soak_seconds,
+              layer_hint="--soak is for --layer mpi and --layer verbs"),
     ExeOption("--bucket", float, "soak: bucket length in seconds (the executables' default "
               "0.1); --soak must be a whole number of buckets", dest="bucket_s",
-              layers=("mpi",), check=_bucket_seconds,
-              layer_hint="--bucket is for --layer mpi (a soak's bucket)"),
+              layers=("mpi", "verbs"), check=_bucket_seconds,
+              layer_hint="--bucket is for --layer mpi and --layer verbs (a soak's bucket)"),
     ExeOption("--stall-fraction", float, "soak: a stall is a run of buckets below this fraction "
-              "of the pair's median bucket (the executables' default 0.5)", layers=("mpi",),
-              check=_fraction, layer_hint="--stall-fraction is for --layer mpi (a soak's stalls)"),
+              "of the pair's median bucket (the executables' default 0.5)", layers=("mpi", "verbs"),
+              check=_fraction,
+              layer_hint="--stall-fraction is for --layer mpi and --layer verbs (a soak's stalls)"),
     ExeOption("--validate-live", int, "soak: data checked under load: the receiver checks the "
               "first message of every Nth window; a corruption makes the pair's row an error "
               "and is counted per bucket in soak.parquet (0 = off)", dest="validate_every",
