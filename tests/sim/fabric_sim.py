@@ -47,6 +47,12 @@ The fabric (environment):
   PB_SIM_TRANSIENT like PB_SIM_SLOW, but only during the scan's rounds (a disturbance
                    that confirmation rounds do not see again; a verbs confirmation launch
                    is one whose --output lies in a raw/confirm-* folder)
+  PB_SIM_CABLES    a cable list or ibnetdiscover output (pairbench fabric --cables): with
+                   PB_SIM_FAULTS, the fabric's shape and D-mod-K routes
+                   (pairbench.analysis.routes: the analysis's own model)
+  PB_SIM_FAULTS    "COMPONENT=F,...": a component F times slower for every node pair whose
+                   routes cross it — a cable ("leaf3:35~spine3:3"), a switch port (its
+                   cable: "spine7:9"), a node's cable (its name), a switch ("switch S")
   PB_SIM_NOISE     relative noise, uniform in [1 - n, 1 + n] per node pair, size and round
                    (default 0.05)
   PB_SIM_SEED      the noise's seed (default 1): values depend only on (seed, test, size,
@@ -168,6 +174,7 @@ class Fabric:
                     links[frozenset(what.split("~"))] = float(f)
                 else:
                     self.node[what] = float(f)
+        self.routed = routed_faults(hosts)
 
     def factor(self, a: str, b: str, key: int, scan: bool = True) -> float:
         f = 1.0
@@ -175,10 +182,40 @@ class Fabric:
             f = self.node.get(a, 1.0) * self.node.get(b, 1.0)
         if self.link:
             f *= self.link.get(frozenset((a, b)), 1.0)
+        if self.routed:
+            f *= self.routed.get(frozenset((a, b)), 1.0)
         if scan and self.transient:
             f *= self.transient.get(frozenset((a, b)), 1.0)
         u = mix(key) / MASK  # [0, 1]
         return f * (1 + self.noise * (2 * u - 1))
+
+
+def routed_faults(hosts: list[str]) -> dict[frozenset, float]:
+    """{node pair: factor} of PB_SIM_FAULTS over PB_SIM_CABLES (the pairs of hosts whose
+    D-mod-K routes cross each faulty component)."""
+    if not os.environ.get("PB_SIM_FAULTS") or not os.environ.get("PB_SIM_CABLES"):
+        return {}
+    try:
+        import numpy as np
+    except ImportError:
+        raise SystemExit("fabric_sim: PB_SIM_FAULTS needs the driver's Python (numpy, "
+                         "scipy): run this file with it") from None
+
+    from pairbench.analysis.routes import Routing
+    from pairbench.io.fabrictopo import load
+
+    r = Routing(load(os.environ["PB_SIM_CABLES"]), "dmodk")
+    idx = np.array(sorted(r.index[h] for h in hosts if h in r.index))
+    i, j = np.triu_indices(len(idx), 1)
+    a, b = idx[i], idx[j]
+    inc = r.incidence(a, b)
+    out: dict[frozenset, float] = {}
+    for item in filter(None, os.environ["PB_SIM_FAULTS"].split(",")):
+        what, _, f = item.rpartition("=")
+        for k in np.flatnonzero(inc.column(r.component(what))):
+            key = frozenset((r.node_list[a[k]], r.node_list[b[k]]))
+            out[key] = out.get(key, 1.0) * float(f)
+    return out
 
 
 def base_value(test: str, size: int) -> float:

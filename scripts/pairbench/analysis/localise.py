@@ -120,15 +120,20 @@ class Localiser:
     def localise(self, node_a: Sequence[str], node_b: Sequence[str], perf: np.ndarray,
                  floor: float) -> Localisation:
         """node_a[i] ~ node_b[i] measured perf[i] (NaN: failed); slow below floor."""
+        names = sorted(set(map(str, node_a)) | set(map(str, node_b)))
+        at = {n: i for i, n in enumerate(names)}
+        return self.localise_codes(np.array([at[str(x)] for x in node_a], dtype=np.int64),
+                                   np.array([at[str(x)] for x in node_b], dtype=np.int64),
+                                   names, perf, floor)
+
+    def localise_codes(self, ca: np.ndarray, cb: np.ndarray, names: Sequence[str],
+                       perf: np.ndarray, floor: float) -> Localisation:
+        """localise() of node pairs given as codes into names (a verdict's LinkPerf)."""
         r = self.r
-        idx = r.index
-        na = np.array([idx.get(str(x), -1) for x in node_a], dtype=np.int64)
-        nb = np.array([idx.get(str(x), -1) for x in node_b], dtype=np.int64)
+        lut = np.array([r.index.get(str(n), -1) for n in names] + [-1], dtype=np.int64)
+        na, nb = lut[np.asarray(ca)], lut[np.asarray(cb)]
         known = (na >= 0) & (nb >= 0)
-        missing = sorted({str(x) for x, i in zip(node_a, na, strict=True) if i < 0}
-                         | {str(x) for x, i in zip(node_b, nb, strict=True) if i < 0})
-        names_a = np.asarray(node_a, dtype=object)[known]
-        names_b = np.asarray(node_b, dtype=object)[known]
+        missing = [str(names[i]) for i in np.flatnonzero(lut[:-1] < 0)]
         perf = np.asarray(perf, dtype=float)[known]
         a, b = na[known], nb[known]
         slow = ~(perf >= floor)  # NaN (failed) is slow
@@ -139,7 +144,7 @@ class Localiser:
         cand = (n_slow > 0) & (cleared == 0)
         slow_idx = np.flatnonzero(slow)
         rows = candidate_rows(inc, slow_idx, cand)
-        unexplained = [(str(names_a[i]), str(names_b[i]))
+        unexplained = [tuple(sorted((r.node_list[a[i]], r.node_list[b[i]])))
                        for i, x in zip(slow_idx, rows, strict=True) if len(x) == 0]
         sets: dict[tuple[int, ...], int] = {}
         for x in rows:

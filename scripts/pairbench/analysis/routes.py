@@ -34,12 +34,15 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
 
 from pairbench.errors import UsageError
 from pairbench.io.fabrictopo import FabricTopo
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 MODELS = ("dmodk", "ecmp")
 
@@ -56,10 +59,10 @@ class Incidence:
     always certain), and its class (a row of cls_possible / cls_certain, G x C: dmodk one
     class per pair, ecmp one per pair of leaves)."""
 
-    node: sparse.csr_matrix
+    node: csr_matrix
     cls: np.ndarray
-    cls_possible: sparse.csr_matrix
-    cls_certain: sparse.csr_matrix
+    cls_possible: csr_matrix
+    cls_certain: csr_matrix
 
     @property
     def pairs(self) -> int:
@@ -266,6 +269,8 @@ class Routing:
     # -- pairs ------------------------------------------------------------------------------
     def incidence(self, a: np.ndarray, b: np.ndarray) -> Incidence:
         """The components of node pairs (a[i], b[i]) (indices into node_list)."""
+        from scipy import sparse  # here: the driver's commands start without it
+
         a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
         p, nc = len(a), self.n_components
         rows = np.repeat(np.arange(p), 2)

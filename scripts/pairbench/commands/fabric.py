@@ -13,11 +13,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from pairbench.analysis import topology
+from pairbench.analysis import routes, topology
+from pairbench.analysis.localise import Localiser
 from pairbench.analysis.topology import Topology
 from pairbench.contract.sizes import parse_sizes
 from pairbench.contract.testtable import LAYERS
 from pairbench.errors import UsageError
+from pairbench.present import fabricloc
 from pairbench.present.fabricout import suspects_to_confirm, write_outputs
 from pairbench.runner.exeopts import add_exe_arguments, exe_values
 from pairbench.runner.rundir import repo_root
@@ -52,6 +54,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "heatmap and matrix ordered by leaf, rack, then name with the groups' "
                    "boundaries, each suspect's group reported (default: by node name; a "
                    "--resume or --render uses the scan's own unless given)")
+    p.add_argument("--cables", default=None, metavar="FILE", help="the fabric's cables "
+                   "(ibnetdiscover output, or a cable list: CSV a,b / TOML cables = [...]: "
+                   "NODE <-> SWITCH:PORT, SWITCH:PORT <-> SWITCH:PORT): name the fewest "
+                   "cables, ports and switches that explain the slow node pairs "
+                   "(docs/fabric.md; --resume/--render use the scan's unless given)")
+    p.add_argument("--routing", default=None, choices=routes.MODELS, help="the routes "
+                   "over --cables: dmodk (up/down on a fat tree, D-mod-K; default) or "
+                   "ecmp (every shortest path possible: adaptive routing)")
     p.add_argument("--confirm", type=int, default=2, metavar="N", help="re-measure "
                    "each suspect link, and each suspect node against 3 healthy peers, N "
                    "times in extra rounds of disjoint pairs after the scan (MPI scans, and "
@@ -113,7 +123,8 @@ def check_analysis(ns: argparse.Namespace) -> None:
 
 # What --resume RUN and --render RUN take besides RUN: everything else is the scan's own
 # (its metadata.json), and a given value would be ignored, so it is refused instead.
-KEEP_WITH = {"resume": {"resume", "topology", "confirm"}, "render": {"render", "topology"}}
+KEEP_WITH = {"resume": {"resume", "topology", "confirm", "cables", "routing"},
+             "render": {"render", "topology", "cables", "routing"}}
 
 
 def refuse_scan_options(ns: argparse.Namespace, mode: str) -> None:
@@ -155,6 +166,17 @@ def _topology(ns: argparse.Namespace, run_dir: Path | None) -> Topology | None:
     return topology.load(path) if path else None
 
 
+def _cables(ns: argparse.Namespace, run_dir: Path | None) -> Localiser | None:
+    """--cables FILE (--routing), else the scan's own (metadata.json), else None."""
+    saved = _analysis(run_dir) if run_dir is not None else {}
+    path = ns.cables or saved.get("cables")
+    if not path:
+        if ns.routing:
+            raise UsageError("--routing needs --cables FILE (the routes run over the cables)")
+        return None
+    return fabricloc.load(path, ns.routing or saved.get("routing") or "dmodk")
+
+
 def _analysis(run_dir: Path) -> dict:
     try:
         return json.loads((run_dir / "metadata.json").read_text()).get("analysis", {})
@@ -171,19 +193,21 @@ def run_fabric(ns: argparse.Namespace) -> int:
         run_dir = Path(ns.render).absolute()
         analysis = fabric_metadata(run_dir, "--render").get("analysis", {})
         summary = write_outputs(run_dir, analysis.get("tolerance", ns.tolerance),
-                                analysis.get("z", ns.z), topo=_topology(ns, run_dir))
+                                analysis.get("z", ns.z), topo=_topology(ns, run_dir),
+                                cables=_cables(ns, run_dir))
         print(summary["text"], file=sys.stderr)
         print(run_dir, flush=True)
         return 0
     topo = _topology(ns, None)  # a bad map is an error before anything runs
+    cables = _cables(ns, None)  # so is a bad cable file
     # From here a stop signal (SIGINT, SIGTERM, SIGHUP) ends the running launch as a process
     # group, keeps what is complete and says so: exit 128 + N (as sweep).
     with StopSignals() as signals:
-        return _scan_and_report(ns, topo, signals)
+        return _scan_and_report(ns, topo, signals, cables)
 
 
 def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
-                     signals: StopSignals) -> int:
+                     signals: StopSignals, cables: Localiser | None = None) -> int:
     if ns.resume:
         refuse_scan_options(ns, "resume")
         run_dir = Path(ns.resume).absolute()
@@ -191,11 +215,15 @@ def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
         analysis = _analysis(run_dir)
         tol, z = analysis.get("tolerance", ns.tolerance), analysis.get("z", ns.z)
         topo = topo or _topology(ns, run_dir)
+        cables = cables or _cables(ns, run_dir)
     else:
         probe = config_from_ns(ns, Path("/nonexistent-run-dir"))
         analysis = {"tolerance": ns.tolerance, "z": ns.z}
         if topo is not None:
             analysis["topology"] = str(Path(topo.path).absolute())
+        if cables is not None:
+            analysis["cables"] = str(Path(cables.r.topo.path).absolute())
+            analysis["routing"] = cables.r.model
         n_err, new_dir = scan_to_dir(probe, ns.results_dir, analysis, ns.dry_run,
                                      ns.confirm, signals)
         if new_dir is None:
@@ -204,7 +232,7 @@ def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
     lk, pairs = suspects_to_confirm(run_dir, tol, z)
     if ns.confirm > 0 and any(pairs.values()):
         confirm_scan(run_dir, pairs, ns.confirm, signals)
-    summary = write_outputs(run_dir, tol, z, lk, topo)
+    summary = write_outputs(run_dir, tol, z, lk, topo, cables)
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
           else summary["text"], file=sys.stderr)
     print(run_dir, flush=True)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from pairbench.analysis import nodeenv
+from pairbench.analysis.localise import Localiser
 from pairbench.analysis.outliers import (
     DEFAULT_TOLERANCE,
     DEFAULT_Z,
@@ -45,6 +46,7 @@ from pairbench.analysis.topology import Topology
 from pairbench.contract.schema import find_data_csv
 from pairbench.contract.sizes import size_label
 from pairbench.io.safeio import write_output
+from pairbench.present import fabricloc
 from pairbench.runner.scanverbs import read_node_env
 
 CSS = """body{font-family:sans-serif;margin:2em;max-width:1100px}
@@ -400,9 +402,10 @@ def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
 
 def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
                   z: float = DEFAULT_Z, lk: pd.DataFrame | None = None,
-                  topo: Topology | None = None) -> dict:
+                  topo: Topology | None = None, cables: Localiser | None = None) -> dict:
     """Every output file of a scan run (lk: its links, if already read; topo: the racks and
-    leaves to order and group the nodes by); returns {text, verdicts, topology: the line
+    leaves to order and group the nodes by; cables: the fabric's cables and routes, to name
+    the components behind the slow node pairs); returns {text, verdicts, topology: the line
     on nodes missing from the map or not in the scan, or None}."""
     if lk is None:
         lk = read_scan(run_dir)
@@ -437,10 +440,16 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
                          "matrix_parquet": pq,
                          "heatmap": f"plots/{stem}.png"})
         lines.append(summary_line(key, v, topo))
+        if cables is not None:
+            loc = fabricloc.localise_verdict(cables, v)
+            verdicts[-1]["localisation"] = loc.record()
+            lines.append(f"  {loc.line()}")
         del v
     top = {"tolerance": tolerance, "z": z}
     if topo is not None:
         top["topology"] = {"file": topo.path, "levels": list(topo.levels), "note": note}
+    if cables is not None:
+        top["cables"] = {"file": cables.r.topo.path, "routing": cables.r.model}
     env = None
     if any(v["layer"] == "verbs" for v in verdicts):  # pairbench-mpi: one per job
         env = nodeenv.summary(read_node_env(run_dir), _scan_nodes(lk))
@@ -553,7 +562,8 @@ def _suspects_table(verdicts: list[dict]) -> str:
 def _fragment(run_dir: Path, verdicts: list[dict],
               env: dict | None = None) -> tuple[str, str]:
     title = f"Fabric scan {run_dir.name}"
-    parts = [_suspects_table(verdicts), _env_section(env, verdicts),
+    parts = [_suspects_table(verdicts), fabricloc.html_section(verdicts),
+             _env_section(env, verdicts),
              "<p>Every node pair measured once, in rounds of disjoint node pairs. "
              "perf = value / reference (bandwidth) or reference / value (latency); the "
              "reference is the median over nodes of each node's median link. A node or "

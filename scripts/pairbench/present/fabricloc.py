@@ -1,0 +1,71 @@
+"""The components a fabric scan's slow node pairs name (`pairbench fabric --cables FILE`):
+analysis/localise.py run on each (test, size) verdict, for fabric.json, the summary and
+fabric.html (docs/fabric.md, "Naming the component")."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from pairbench.analysis.localise import Localisation, Localiser
+from pairbench.analysis.outliers import LinkPerf, Verdict
+from pairbench.analysis.routes import Routing
+from pairbench.io import fabrictopo
+
+
+def load(path: str, routing: str = "dmodk") -> Localiser:
+    """The localiser of a cable file (UsageError naming its line when bad)."""
+    return Localiser(Routing(fabrictopo.load(path), routing))
+
+
+def localise_verdict(loc: Localiser, v: Verdict) -> Localisation:
+    """The components that explain v's node pairs below its floor (failed ones too)."""
+    lp = v.links
+    if isinstance(lp, LinkPerf):
+        names = [str(n) for n in lp.names]
+        at = {n: i for i, n in enumerate(names)}
+        ca, cb, perf = lp.a.astype(np.int64), lp.b.astype(np.int64), lp.perf
+    else:
+        names = sorted({n for ab in lp for n in ab} | {n for ab in v.failed for n in ab})
+        at = {n: i for i, n in enumerate(names)}
+        ca = np.array([at[x] for x, _ in lp], dtype=np.int64)
+        cb = np.array([at[y] for _, y in lp], dtype=np.int64)
+        perf = np.array(list(lp.values()), dtype=float)
+    new = sorted({n for ab in v.failed for n in ab} - set(at))
+    for n in new:
+        at[n] = len(names)
+        names.append(n)
+    fa = np.array([at[x] for x, _ in v.failed], dtype=np.int64)
+    fb = np.array([at[y] for _, y in v.failed], dtype=np.int64)
+    return loc.localise_codes(np.concatenate([ca, fa]), np.concatenate([cb, fb]), names,
+                              np.concatenate([perf, np.full(len(fa), np.nan)]), v.floor)
+
+
+def html_section(verdicts: list[dict]) -> str:
+    """The page's "Components" section: per test and size the components named, with
+    their evidence and the alternatives the routes cannot tell apart."""
+    rows = []
+    for v in verdicts:
+        loc = v.get("localisation")
+        if not loc:
+            continue
+        what = f"{v['test']} {v['msg_size_bytes']} B"
+        for c in loc["components"]:
+            alts = ", ".join(a["component"] for a in c["alternatives"][:10])
+            rows.append(f"<tr><td>{html.escape(what)}</td><td class='bad'>"
+                        f"{html.escape(c['component'])}</td><td>{html.escape(c['kind'])}</td>"
+                        f"<td>{c['slow']:,} of {c['through']:,}</td>"
+                        f"<td>{c['slow_elsewhere']:,} of {c['elsewhere']:,}</td>"
+                        f"<td>{html.escape(alts) or '-'}</td></tr>")
+        if loc["unexplained"]:
+            rows.append(f"<tr><td>{html.escape(what)}</td><td colspan='5'>"
+                        f"{loc['unexplained']:,} slow node pair(s) no component explains"
+                        "</td></tr>")
+    if not rows:
+        return ""
+    return ("<h2>Components</h2><p>The fewest cables, ports and switches whose routes "
+            "explain every slow node pair and no healthy one (docs/fabric.md).</p><table>"
+            "<tr><th>test, size</th><th>component</th><th>kind</th><th>slow pairs through "
+            "it</th><th>slow pairs elsewhere</th><th>or (cannot be told apart)</th></tr>"
+            f"{''.join(rows)}</table>")

@@ -1,0 +1,98 @@
+"""pairbench fabric --cables FILE through the simulated fabric (tests/sim/fabric_sim.py with
+PB_SIM_CABLES/PB_SIM_FAULTS: a 2-level fat tree, D-mod-K routes, per-component faults):
+the planted components are named in fabric.json, the summary and fabric.html, nothing else;
+--render with ECMP routes lists what they cannot tell apart; bad input is exit 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import HERE, cli
+
+sys.path.insert(0, str(HERE.parent / "sim"))
+from fattree import write_fat_tree
+
+SIM = HERE.parent / "sim" / "fabric_sim.py"
+TREE: list[Path] = []  # the module's cable file (the fixture's)
+RUN: list[Path] = []  # the module's scan (the first test's)
+FAULTS = {"leaf2:11 <-> spine3:2": "leaf2:11~spine3:2",   # a leaf-spine cable
+          "leaf6:13 <-> spine5:6": "spine5:6",            # a spine port: its cable
+          "n0037 <-> leaf5:6": "n0037"}                   # a node's cable
+
+
+def scan(tmp: Path, hosts: list[str], cables: Path | None, *extra: str,
+         code: int = 0) -> tuple[Path, str]:
+    """A bw 64K scan of hosts through the simulator run by this Python (its routes need
+    numpy), the faults planted, no confirmation rounds."""
+    sim = tmp / "sim.sh"
+    sim.write_text(f"#!/bin/sh\nexec {sys.executable} {SIM} \"$@\"\n")
+    sim.chmod(0o755)
+    env = {"PB_SIM_CABLES": str(TREE[0]), "PB_SIM_FAULTS": ",".join(
+        f"{w}=2" for w in FAULTS.values()), "PB_SIM_NOISE": "0.05"}
+    p = cli("fabric", "--launcher", "mpirun", "--launcher-cmd", str(sim), "--binary",
+            sys.executable, "--hosts", ",".join(hosts), "--test", "bw", "-s", "64K",
+            "--confirm", "0", "--results-dir", str(tmp),
+            *(["--cables", str(cables)] if cables else []), *extra, env=env, timeout=600)
+    assert p.returncode == code, p.stderr
+    return Path(p.stdout.strip().splitlines()[-1]), p.stderr
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    tmp = tmp_path_factory.mktemp("tree")
+    hosts = write_fat_tree(tmp / "tree.csv", leaves=8, per_leaf=8, spines=8)
+    TREE[:] = [tmp / "tree.csv"]
+    return tmp, hosts
+
+
+def test_three_planted_components_are_named_and_nothing_else(
+        tree: tuple[Path, list[str]]) -> None:
+    tmp, hosts = tree
+    run, err = scan(tmp, hosts, tmp / "tree.csv")
+    RUN[:] = [run]
+    doc = json.loads((run / "fabric.json").read_text())
+    assert doc["cables"] == {"file": str(tmp / "tree.csv"), "routing": "dmodk"}
+    (v,) = doc["verdicts"]
+    loc = v["localisation"]
+    assert sorted(c["component"] for c in loc["components"]) == sorted(FAULTS)
+    assert loc["unexplained"] == 0 and loc["pairs"] == 64 * 63 // 2
+    for c in loc["components"]:
+        assert c["slow"] == c["through"] > 0 and c["alternatives"] == []
+        assert c["slow_elsewhere"] == loc["slow"] - c["slow"]
+        assert f"{c['component']}: {c['slow']:,} of {c['through']:,} node pairs" in err
+    page = (run / "fabric.html").read_text()
+    assert "<h2>Components</h2>" in page and "leaf2:11 &lt;-&gt; spine3:2" in page
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["analysis"]["cables"] == str(tmp / "tree.csv")  # for --render, --resume
+
+
+def test_render_with_ecmp_routes_lists_what_they_cannot_tell_apart(
+        tree: tuple[Path, list[str]]) -> None:
+    """The same scan rendered with --routing ecmp (the cable file from metadata.json): a
+    healthy pair clears only its node cables and leaves, so the uplinks of a leaf (and the
+    spines) are alternatives of each other; the node cable is still certain."""
+    run = RUN[0]
+    p = cli("fabric", "--render", str(run), "--routing", "ecmp")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((run / "fabric.json").read_text())
+    assert doc["cables"]["routing"] == "ecmp"
+    loc = doc["verdicts"][0]["localisation"]
+    named = {c["component"]: c for c in loc["components"]}
+    assert "n0037 <-> leaf5:6" in named and named["n0037 <-> leaf5:6"]["alternatives"] == []
+    assert loc["unexplained"] == 0
+    others = [c for n, c in named.items() if n != "n0037 <-> leaf5:6"]
+    assert others and all(c["alternatives"] for c in others)
+    assert "the routes cannot tell them apart" in p.stderr
+
+
+def test_bad_cable_file_or_routing_without_one_is_exit_2(tmp_path: Path) -> None:
+    f = tmp_path / "c.csv"
+    f.write_text("a,b\nn1,leaf1:1\nn2,n3\n")
+    p = cli("fabric", "--hosts", "n1,n2", "--cables", str(f), "--dry-run")
+    assert p.returncode == 2 and f"{f}: line 3: n2 <-> n3" in p.stderr, p.stderr
+    p = cli("fabric", "--hosts", "n1,n2", "--routing", "ecmp", "--dry-run")
+    assert p.returncode == 2 and "--routing needs --cables" in p.stderr, p.stderr
