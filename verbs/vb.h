@@ -23,6 +23,7 @@
  *      vb_scan.c       --scan: this rank's node pair and side in one round of a fabric scan
  *      vb_patrole.c    --pattern: this rank's node and its flows (clients, servers, peers)
  *   4  vb_launch.c     probe child, placement, fork, a worker's life
+ *   3  vb_cntseries.c  --counters-series: the node's sampler of its ports' counters over time
  *   3  vb_reap.c       supervision of the workers (launcher)
  *      vb_xstart.c     --pattern: the cross-node start and its measured offsets
  *      vb_conn.c       vb_cm_connect / vb_cm_teardown: the --cm method's table
@@ -88,6 +89,8 @@ struct vb_params {
 	int cm;                  /* enum vb_cm */
 	int buffers;             /* enum pb_buffers: --buffers fresh | peer (vb_buf.c) */
 	struct pb_soak_params soak;  /* --soak, --bucket, --stall-fraction, --series (core/pb_soak.h, vb_soak.c) */
+	const char *cnt_series;  /* --counters-series PREFIX: counters over time (vb_cntseries.h); NULL = none */
+	double cnt_interval_s;   /* --counters-interval */
 	/* derived by vb_params_finish() */
 	const struct vb_test *test_desc;
 	int gid_index_v;         /* -1 = auto */

@@ -15,6 +15,7 @@
 #include "pb_log.h"
 #include "pb_run.h"
 #include "vb_cm.h"
+#include "vb_cntseries.h"
 #include "vb_counters.h"
 #include "vb_dev.h"
 #include "vb_devmap.h"
@@ -558,9 +559,34 @@ static void vb_unexplained(struct vb_launch *L, int code)
 			     "please report it with the command line)", code);
 }
 
+/* --counters-series: this node's sampler of its devices' counters (vb_cntseries.h); 0 = none. */
+static pid_t vb_launch_cntseries(struct vb_launch *L)
+{
+	const char *devs[VB_MAX_DEVS], *nets[VB_MAX_DEVS];
+	char host[64], path[4096];
+	struct vb_cntseries_cfg cfg = { .path = path, .host = host, .ndev = L->sh->ndev, .devices = devs,
+					.netdevs = nets, .port = (unsigned)L->p->ib_port,
+					.interval_s = L->p->cnt_interval_s };
+	pid_t pid;
+
+	if (!L->p->cnt_series)
+		return 0;
+	vb_host_name(L->p, host, sizeof(host));
+	snprintf(path, sizeof(path), "%s-%s%s", L->p->cnt_series, host, VB_CNTSERIES_SUFFIX);
+	for (unsigned d = 0; d < L->sh->ndev; d++) {
+		devs[d] = L->sh->dev[d].device;
+		nets[d] = L->sh->dev[d].netdev;
+	}
+	pid = vb_cntseries_start(&cfg);
+	if (pid < 0)
+		pb_log_warn("--counters-series: fork of the sampler: %s (no counters over time)", strerror((int)-pid));
+	return pid < 0 ? 0 : pid;
+}
+
 int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 {
 	struct vb_launch L = { .p = p, .csv = csv };
+	pid_t cnt_pid = 0;
 	int rc, code;
 
 	L.members = p->loopback ? 2 * p->pairs : p->pairs;
@@ -606,10 +632,12 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 		pb_log_error("shared-memory segment for %u processes: %s", L.members, strerror(-rc));
 		goto out;
 	}
+	cnt_pid = vb_launch_cntseries(&L);
 	/* Before the fork: the leader appends its counter records, the launcher copies them into --env-json. */
 	if (env && !(L.counters = tmpfile()))
 		pb_log_warn("no port counters in --env-json: temporary file: %s", strerror(errno));
 	code = vb_run_workers(&L);
+	vb_cntseries_stop(cnt_pid);
 	if (vb_interrupted) {
 		/* 128 + signal, the shell's convention: callers can tell an interruption from a failure. */
 		pb_log_error("interrupted by %s: rows measured so far were written, error rows for the rest",

@@ -166,6 +166,11 @@ static const struct pb_opt vb_opts[] = {
 	  "--pattern: the job's nodes, line i = rank i's node: NAME [ADDR] (as --scan-hosts)" },
 	/* issue 36: a soak (core/pb_soak.h, vb_soak.c) */
 	PB_SOAK_OPTS(VB_P, soak),
+	/* issues 35 and 36: counters over time on every node */
+	{ "counters-series", 0, PB_OPT_STRING, offsetof(VB_P, cnt_series), NULL, 0, 0, NULL, "PREFIX",
+	  "every --counters-interval, the counters/, hw_counters/ and netdev statistics of this node's ports into PREFIX-<host>.pbcnt.csv (docs/health.md)" },
+	{ "counters-interval", 0, PB_OPT_DOUBLE, offsetof(VB_P, cnt_interval_s), "1", 0.01, 3600, NULL, "SEC",
+	  "--counters-series: seconds between two samples" },
 };
 #define VB_NOPTS (sizeof(vb_opts) / sizeof(vb_opts[0]))
 
@@ -313,6 +318,10 @@ static int vb_soak_check(const struct vb_params *p, const struct pb_opts_result 
 
 	if (pb_soak_validate(&p->soak, &p->c, &p->test_desc->info, given, err, sizeof(err))) {
 		pb_log_error("%s", err);
+		return -EINVAL;
+	}
+	if (pb_opts_given(vb_opts, VB_NOPTS, res, "counters-interval") && !p->cnt_series) {
+		pb_log_error("--counters-interval goes with --counters-series PREFIX");
 		return -EINVAL;
 	}
 	if (p->soak.soak_s > 0 && p->bidir) {

@@ -94,6 +94,22 @@ def run_sweep(ns: argparse.Namespace) -> int:
     return rc
 
 
+def _store_counters(run_dir: Path, rc: int) -> int:
+    """Every node's counters over time (pairbench-verbs --counters-series) into the run's
+    counters_series.parquet (analysis/cntseries.py)."""
+    from pairbench.analysis import cntseries
+
+    try:
+        n = cntseries.convert(run_dir / SOAK_DIR, run_dir / cntseries.PARQUET)
+    except (OSError, UsageError) as exc:  # the files stay for show/report
+        print(f"sweep: the counters series stay in {run_dir / SOAK_DIR}: {exc}", file=sys.stderr)
+        return rc or 1
+    if n:
+        print(f"sweep: counters over time: {n} non-zero delta(s) -> "
+              f"{run_dir / cntseries.PARQUET}", file=sys.stderr)
+    return rc
+
+
 def _store_soak(run_dir: Path, rc: int) -> int:
     """A soak's series files into the run's soak.parquet, and its stalls in one line each
     (imported here: pyarrow and numpy cost ~1 s of CPU, only a soak needs them)."""
@@ -104,6 +120,7 @@ def _store_soak(run_dir: Path, rc: int) -> int:
     except (OSError, UsageError) as exc:  # the series files stay for show/report
         print(f"sweep: the soak's series stay in {run_dir / SOAK_DIR}: {exc}", file=sys.stderr)
         return rc or 1
+    rc = _store_counters(run_dir, rc)
     if flows:
         print(f"sweep: soak series of {len(flows)} flow(s) -> {run_dir / soak.PARQUET}",
               file=sys.stderr)

@@ -105,6 +105,8 @@ def exe_options(cfg: SweepConfig, test: str, pairs: int, csv: str | None,
     args += exe_argv(cfg)
     if series is not None:
         args += ["--series", series]
+    if series is not None and cfg.layer == "verbs":  # every node's counters over the soak
+        args += ["--counters-series", series]        # (verbs/vb_cntseries.h)
     args += ["--timeout", f"{cfg.timeout_s:g}", "--quiet"]
     if csv is not None:
         args += ["--output", csv]
