@@ -9,7 +9,7 @@
 #ifndef PB_SCHEMA_H
 #define PB_SCHEMA_H
 
-#define PB_SCHEMA_VERSION 5
+#define PB_SCHEMA_VERSION 6
 
 /* X(name, description) — order is the CSV column order. */
 #define PB_COLUMNS(X)                                                          \
@@ -22,7 +22,7 @@
 	X(msg_size_bytes, "payload bytes per message (per rank for collectives)") \
 	X(pairs, "number of pairs (or ranks for collectives) running at once") \
 	X(pair_id, "integer pair index, or 'all' for the aggregate row")       \
-	X(scope, "pair = a per-pair row; aggregate rows (pair_id all): all = every pair of the run (the headline aggregate), device = the pairs on one device (column device), node = the pairs measured on one host (column host)") \
+	X(scope, "pair = a per-pair row; aggregate rows (pair_id all): all = every pair of the run (the headline aggregate), device = the pairs on one device (column device), node = the pairs measured on one host (column host); pattern runs (docs/patterns.md): probe = the victim probe (pair_id: its flow id), flow = a flow's row from its other end's node, merged by the driver") \
 	X(iterations, "timed iterations of this row (bandwidth: messages, both directions when bidirectional); aggregate row: sum over the pairs its bandwidth columns count (bandwidth tests, loaded_lat's loading pairs), else over the pairs its latency statistics pool; collectives and halo: the common count N") \
 	X(warmup_iterations, "untimed iterations before the timed loop")     \
 	X(window, "outstanding operations per pair (bandwidth tests); empty for latency") \
@@ -65,6 +65,14 @@
 	X(stalled_pairs, "soak, aggregate row: how many of its pairs had at least one stall") \
 	X(longest_stall_s, "soak: the longest stall, seconds (buckets x soak_bucket_s); 0 = none; aggregate: the longest of its pairs'") \
 	X(first_stall_s, "soak: when the first stall began, seconds after the common start; empty = none; aggregate: the earliest of its pairs'") \
+	X(probe_test, "scope=probe (pairbench-verbs --probe): the victim probe's test (write_lat | send_lat: an 8-byte ping-pong into the pattern's hub); the row's lat_us_* are the probe during the pattern's window; empty elsewhere") \
+	X(idle_iterations, "scope=probe: samples of the idle twin (the same probe for the same window in the same point, every flow of the pattern waiting)") \
+	X(idle_lat_us_p50, "scope=probe: the idle twin's median (nearest rank), microseconds") \
+	X(idle_lat_us_p99, "scope=probe: the idle twin's 99th percentile; empty if its n < 100") \
+	X(idle_lat_us_p999, "scope=probe: the idle twin's 99.9th percentile; empty if its n < 1000") \
+	X(lat_inflation_p50, "scope=probe: lat_us_p50 / idle_lat_us_p50 (1 = the pattern did not slow the probe); empty when either is empty") \
+	X(lat_inflation_p99, "scope=probe: lat_us_p99 / idle_lat_us_p99; empty when either is empty") \
+	X(lat_inflation_p999, "scope=probe: lat_us_p999 / idle_lat_us_p999; empty when either is empty") \
 	X(host, "host name of the measuring process")                          \
 	X(peer, "peer host (or rank) of this pair")                            \
 	X(device, "RDMA device of the measuring side (verbs); aggregate rows: the device of scope=device, else the devices used joined by '+'") \

@@ -25,9 +25,10 @@
  *   4  vb_launch.c     probe child, placement, fork, a worker's life
  *   3  vb_cntseries.c  --counters-series: the node's sampler of its ports' counters over time
  *   3  vb_reap.c       supervision of the workers (launcher)
- *      vb_xstart.c     --pattern: the cross-node start and its measured offsets
+ *      vb_probe.c      --pattern --probe: the victim latency flow, idle and loaded
  *      vb_conn.c       vb_cm_connect / vb_cm_teardown: the --cm method's table
  *   2  vb_cm.c, vb_cm_tcp.c   the connection methods (rdma_cm, TCP socket)
+ *      vb_xstart.c     --pattern: the cross-node start and its measured offsets
  *      vb_bw.c, vb_write.c, vb_read.c, vb_send.c, vb_atomic.c   engine ops (vb_lat.h)
  *      vb_validate.c   --validate
  *   1  vb_qp.c         waits, ctrl channel, per-size preparation
@@ -136,7 +137,13 @@ struct vb_params {
 		int slot, peer_node, peer_slot;
 		char peer_name[VB_HOST_NAME_MAX];  /* the rows' peer column */
 		char peer_addr[256];     /* where the client connects */
-	} pat[VB_MAX_PAIRS];
+	} pat[VB_MAX_PAIRS + 1];     /* [pairs]: this node's probe worker, when it has one (vb_probe.h) */
+	/* --probe TEST (vb_probe.h): a latency flow into the pattern's hub, loaded and idle */
+	const char *probe;
+	const struct vb_test *probe_desc;
+	bool probe_here;         /* this node runs the probe's client or server: member pairs */
+	bool probe_client;       /* it is the probe's client (else its server) */
+	int probe_flows;         /* the pattern's flows (the probe's flow id; its rows' pairs) */
 };
 
 /* The side of worker `member` of this launch (loopback: clients then servers; --pattern:
@@ -145,6 +152,8 @@ static inline enum vb_side vb_member_side(const struct vb_params *p, unsigned me
 {
 	if (p->loopback)
 		return member < p->pairs ? VB_CLIENT : VB_SERVER;
+	if (p->pattern && p->probe_here && member == p->pairs)
+		return p->probe_client ? VB_CLIENT : VB_SERVER;
 	if (p->pattern)
 		return member < p->pat_clients ? VB_CLIENT : VB_SERVER;
 	return p->side;

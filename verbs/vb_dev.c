@@ -420,7 +420,9 @@ static void vb_env_pattern_member(FILE *f, const struct vb_params *p, const stru
 	fprintf(f, ", \"pattern\": {\"flow\": %u, \"slot\": %d, \"peer_node\": %d, \"peer_slot\": %d, \"peer\": ",
 		x->flow, x->slot, x->peer_node, x->peer_slot);
 	pb_env_str(f, x->peer_name);
-	if (m < p->pat_clients && r->xs_points)
+	if (p->probe_here && m == p->pairs)
+		fprintf(f, ", \"victim_probe\": \"%s\"", p->probe_desc->info.name);
+	if ((m < p->pat_clients || (p->probe_here && p->probe_client && m == p->pairs)) && r->xs_points)
 		fprintf(f, ", \"start_offset_us\": %.3f, \"start_offset_us_max\": %.3f, \"start_offset_bound_us\": %.3f, \"peer_clock_offset_us\": %.3f, \"points\": %d",
 			(double)r->xs_offset_ns / 1e3, (double)r->xs_offset_max_ns / 1e3, (double)r->xs_bound_ns / 1e3,
 			(double)r->xs_theta_ns / 1e3, r->xs_points);

@@ -20,6 +20,7 @@
 #include "vb_dev.h"
 #include "vb_devmap.h"
 #include "vb_fault.h"
+#include "vb_probe.h"
 #include "vb_qp.h"
 #include "vb_res.h"
 #include "vb_signal.h"
@@ -315,7 +316,10 @@ static int vb_worker_init(struct vb_launch *L, unsigned member, struct vb_worker
 	/* loopback: the server listens on, and its client connects to, the server's device */
 	w->peer_host = p->loopback ? L->loop_ip[L->peer_of[w->pair]] :
 		       p->pattern ? p->pat[member].peer_addr : p->peer_host;
-	w->bind_src = w->side == VB_CLIENT && L->sh->ndev > 1 && w->dev->ipv4[0];
+	/* several devices, or a pattern node with its own ADDR (nodes sharing one network
+	 * namespace, each with its own device: the route is chosen by the source address) */
+	w->bind_src = w->side == VB_CLIENT && (L->sh->ndev > 1 || (p->pattern && p->pat_self_addr[0])) &&
+		      w->dev->ipv4[0];
 	rep->dev = (int32_t)vb_member_dev(L, member);
 	w->measuring = w->side == VB_CLIENT || p->pat_target;
 	w->role = vb_test_role(w->test, w->side, w->pair);
@@ -381,7 +385,7 @@ static struct pb_engine_params vb_engine_params(const struct vb_launch *L)
 static int vb_worker_quiet(void *tctx, uint64_t msg_size_bytes, bool after)
 {
 	struct vb_worker *w = tctx;
-	int rc = !after && w->p->pattern ? vb_xstart_before(w) : 0;
+	int rc = !after && w->p->pattern ? vb_probe_quiet(w) : 0;
 
 	if (rc)
 		return rc;
@@ -445,6 +449,41 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 	return rc;
 }
 
+/* --probe: this node's probe worker (member pairs) runs the probe's test with its own params. */
+static int vb_probe_worker(struct vb_launch *L, struct vb_worker *w)
+{
+	struct vb_params *pp = malloc(sizeof(*pp));
+
+	if (!pp) {
+		pb_log_error("victim probe: no memory for its parameters");
+		shm_sync_abort(L->sync, (int)w->member, "victim probe: no memory");
+		return -ENOMEM;
+	}
+	*pp = *L->p;
+	vb_probe_params(pp);
+	w->p = pp;
+	w->test = pp->test_desc;
+	w->role = vb_test_role(w->test, w->side, 0);
+	return 0;
+}
+
+/* --probe: the probe client's rows (a file of their own while the workers run) after the node's. */
+static void vb_probe_rows_append(struct vb_launch *L)
+{
+	char buf[4096];
+	size_t n;
+
+	if (!L->probe_rows || !L->csv)
+		return;
+	if (!L->sh->csv_progress && pb_csv_write_header(L->csv))
+		return;
+	rewind(L->probe_rows);
+	while ((n = fread(buf, 1, sizeof(buf), L->probe_rows)) > 0)
+		if (fwrite(buf, 1, n, L->csv) != n)
+			break;
+	fflush(L->csv);
+}
+
 static int vb_worker_main(struct vb_launch *L, unsigned member)
 {
 	struct vb_worker w;
@@ -452,11 +491,16 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 	const char *side;
 	int rc;
 
+	bool probe = L->p->probe_here && member == L->p->pairs;
+
 	vb_signals_install();
 	rc = vb_worker_init(L, member, &w);
+	if (!rc && probe)
+		rc = vb_probe_worker(L, &w);
 	/* --pattern: messages name the flow and the peer node (a node that died is named) */
 	if (L->p->pattern)
-		snprintf(who, sizeof(who), "%s of flow %u, peer node %d %s", w.side == VB_CLIENT ? "client" : "server",
+		snprintf(who, sizeof(who), "%s%s of flow %u, peer node %d %s", probe ? "victim probe " : "",
+			 w.side == VB_CLIENT ? "client" : "server",
 			 L->p->pat[member].flow, L->p->pat[member].peer_node, L->p->pat[member].peer_name);
 	else
 		snprintf(who, sizeof(who), "%s", w.side == VB_CLIENT ? "client" : "server");
@@ -481,7 +525,7 @@ static int vb_worker_main(struct vb_launch *L, unsigned member)
 			shm_meet_ops.fail(&w.meet, w.error);
 		}
 	} else if (!rc) {
-		rc = vb_worker_measure(L, &w);
+		rc = probe ? vb_probe_run(&w, &L->ep, L->probe_rows) : vb_worker_measure(L, &w);
 		/* A failure the engine found (a barrier, the statistics, a pair's result at collect)
 		 * leaves w.error empty; its reason is the group's first, also in the error rows. */
 		if (rc && !w.error[0] && rc != -ECANCELED && rc != -EINTR &&
@@ -537,6 +581,7 @@ static int vb_run_workers(struct vb_launch *L)
 	int code = vb_reap(L);
 
 	vb_complete_rows(L);
+	vb_probe_rows_append(L);
 	return m < L->members && code == PB_EXIT_OK ? PB_EXIT_RUNTIME : code;
 }
 
@@ -589,7 +634,7 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 	pid_t cnt_pid = 0;
 	int rc, code;
 
-	L.members = p->loopback ? 2 * p->pairs : p->pairs;
+	L.members = (p->loopback ? 2 * p->pairs : p->pairs) + p->probe_here;
 	/* Room in each shm result slot: the samples of a count or a target (pb_window.h). */
 	struct pb_window_plan w;
 
@@ -616,6 +661,11 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 	/* Before the workers exist, so the calibration competes with nothing. */
 	if ((rc = pb_run_clock(&p->c, &L.clock)))
 		goto out;
+	if (p->probe_here && p->probe_client && !(L.probe_rows = tmpfile())) {
+		rc = -errno;
+		pb_log_error("victim probe: a temporary file for its rows: %s", strerror(errno));
+		goto out;
+	}
 	for (unsigned d = 0; d < L.sh->ndev && !p->c.quiet; d++)
 		pb_log_info("device %s port %llu (%s, %s, %.1f Gbit/s data rate), %s, %s%s",
 			    L.sh->dev[d].device, (unsigned long long)p->ib_port,
@@ -651,6 +701,8 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 	}
 	if (L.counters)
 		fclose(L.counters);
+	if (L.probe_rows)
+		fclose(L.probe_rows);
 	vb_unexplained(&L, code);
 	shm_sync_detach(L.sync);
 	hwloc_topology_destroy(L.topo);

@@ -42,6 +42,8 @@ struct vb_launch {
 	struct pb_engine_params ep;
 	/* --env-json "counters": the node leader's port-counter records (vb_counters.h); NULL = none */
 	FILE *counters;
+	/* --probe, the probe's client node: its rows, appended to the CSV after the workers (vb_probe.h) */
+	FILE *probe_rows;
 };
 
 /* vb_launch.c: run; rows to csv, the environment record to env (NULL: none). Returns the exit code. */

@@ -164,6 +164,9 @@ static const struct pb_opt vb_opts[] = {
 	  "each node runs the client of its outgoing and the server of its incoming flows" },
 	{ "pattern-hosts", 0, PB_OPT_STRING, offsetof(VB_P, pattern_hosts), NULL, 0, 0, NULL, "FILE",
 	  "--pattern: the job's nodes, line i = rank i's node: NAME [ADDR] (as --scan-hosts)" },
+	{ "probe", 0, PB_OPT_STRING, offsetof(VB_P, probe), NULL, 0, 0, NULL, "write_lat|send_lat",
+	  "--pattern incast|fanout: a victim latency flow (8 B ping-pong) into the hub from the lowest other node, "
+	  "measured during the pattern's window and idle in the same point (docs/patterns.md)" },
 	/* issue 36: a soak (core/pb_soak.h, vb_soak.c) */
 	PB_SOAK_OPTS(VB_P, soak),
 	/* issues 35 and 36: counters over time on every node */
@@ -202,6 +205,16 @@ static int vb_role(struct vb_params *p)
 	long rank = -1;
 	int rc;
 
+	if (p->probe && !p->pattern) {
+		pb_log_error("--probe goes with --pattern incast|fanout");
+		return -EINVAL;
+	}
+	if (p->probe && !(p->probe_desc = vb_test_find(p->probe))) {
+		char clip[PB_CLIP_CHARS + 4];
+
+		pb_log_error("option --probe: unknown test '%s' (write_lat or send_lat)", pb_opts_clip(p->probe, clip, sizeof(clip)));
+		return -EINVAL;
+	}
 	if (p->pattern)
 		return vb_pattern_role(p);
 	if (p->pattern_hosts) {

@@ -11,6 +11,7 @@
 #include "pb_log.h"
 #include "vb_nodes.h"
 #include "vb_pattern.h"
+#include "vb_probe.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +35,8 @@ static int vb_patrole_pick(void *ctx, long node, const char *name, const char *a
 		 * device's first address, e.g. the rig's nodes on one VM) */
 		snprintf(p->pat_self_addr, sizeof(p->pat_self_addr), "%s", strcmp(addr, name) ? addr : "");
 	}
-	for (unsigned m = 0; m < p->pairs; m++) {
+	/* the flows' workers, and the victim probe's (member pairs) when this node runs it */
+	for (unsigned m = 0; m < p->pairs + p->probe_here; m++) {
 		if (p->pat[m].peer_node != node)
 			continue;
 		memcpy(p->pat[m].peer_name, name, strlen(name) + 1);
@@ -98,6 +100,8 @@ static int vb_patrole_members(struct vb_params *p, const struct pb_pattern *pat,
 			p->pat_clients = m;
 	}
 	p->pairs = m;
+	if (vb_probe_place(p, pat, flows, rank))
+		return -EINVAL;
 	pb_log_info("pattern %s over %ld nodes x %llu slots (%d flows, cross-node start in %d rounds): node %ld is the client of %u, the server of %u",
 		    pat->name, nodes, (unsigned long long)p->c.pairs, flows, p->pat_meet_rounds, rank, p->pat_clients,
 		    m - p->pat_clients);

@@ -90,10 +90,8 @@ static int vb_xstart_pong(struct vb_worker *w)
 	return 0;
 }
 
-int vb_xstart_before(struct vb_worker *w)
+int vb_xstart_rounds(struct vb_worker *w, uint64_t *start)
 {
-	uint64_t start = 0, theirs = 0;
-	int64_t theta = 0, bound = 0;
 	int rc = 0;
 
 	for (int r = 0; r < w->p->pat_meet_rounds; r++) {
@@ -101,13 +99,24 @@ int vb_xstart_before(struct vb_worker *w)
 			return rc;
 		rc = shm_sync_barrier(w->sync, w->member, w->timeout_ns, NULL);
 		/* the node's release (its last member's arrival), the same for all its workers */
-		start = shm_sync_release_ns(w->sync);
+		*start = shm_sync_release_ns(w->sync);
 		if (rc) {
 			snprintf(w->error, sizeof(w->error), "cross-node start, round %d of %d: node barrier: %s",
 				 r + 1, w->p->pat_meet_rounds, strerror(-rc));
 			return rc;
 		}
 	}
+	return 0;
+}
+
+int vb_xstart_before(struct vb_worker *w)
+{
+	uint64_t start = 0, theirs = 0;
+	int64_t theta = 0, bound = 0;
+	int rc = vb_xstart_rounds(w, &start);
+
+	if (rc)
+		return rc;
 	if (w->side == VB_CLIENT)
 		rc = vb_xstart_ping(w, &theta, &bound);
 	else

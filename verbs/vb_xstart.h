@@ -18,6 +18,13 @@
 int vb_xstart_before(struct vb_worker *w);
 
 /*
+ * Only the rounds of (pair sync, node barrier) of the cross-node start: a barrier of every
+ * node of the pattern (vb_probe.c meets once more this way before its idle twin).  *start
+ * receives the node's release of the last round.  0 or -errno (w->error set).
+ */
+int vb_xstart_rounds(struct vb_worker *w, uint64_t *start);
+
+/*
  * pb_test_ops.timed of a pattern run's workers: the test's own timed op (w->xs_timed), then
  * the client flags its row cross_node_start when |xs_offset_ns| is above
  * VB_XSTART_FLAG_FRACTION of its window, and records the offset for --env-json.

@@ -47,7 +47,10 @@ LATER = ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "p
          # version 5 (issue 36): a soak's columns, empty without --soak (the golden runs)
          "soak_bucket_s", "soak_buckets", "bucket_gbit_s_min", "bucket_gbit_s_p1",
          "bucket_gbit_s_p50", "min_bucket_share", "stall_fraction", "stalls", "stalled_pairs",
-         "longest_stall_s", "first_stall_s")
+         "longest_stall_s", "first_stall_s",
+         # version 6 (issue 35): the victim probe's columns, empty without --probe
+         "probe_test", "idle_iterations", "idle_lat_us_p50", "idle_lat_us_p99",
+         "idle_lat_us_p999", "lat_inflation_p50", "lat_inflation_p99", "lat_inflation_p999")
 # Flags that depend on what was measured (timing): tail_dominated follows the pairs' end
 # times, sample_cap a latency pair's speed.
 MEASURED_FLAGS = {"above_link_rate", "tail_dominated", "sample_cap"}

@@ -54,7 +54,7 @@ static void test_header_and_row(void)
 	second = strchr(text, '\n') + 1;
 	CHECK_EQ_INT(count_fields(second), PB_COL_COUNT);
 	CHECK(strstr(second, "\"peer said \"\"no\"\", twice\"") != NULL);
-	CHECK(!strncmp(second, "5,verbs,", 8));
+	CHECK(!strncmp(second, "6,verbs,", 8));
 	CHECK_STR(row.cell[PB_COL_link_pct], "");
 	CHECK_STR(row.cell[PB_COL_lat_us_p50], "1.23456789");
 	fclose(f);
@@ -68,7 +68,7 @@ static void test_schema_print(void)
 
 	pb_schema_print(f);
 	text = read_all(f);
-	CHECK(!strncmp(text, "pairbench-schema 5\n", 19));
+	CHECK(!strncmp(text, "pairbench-schema 6\n", 19));
 	for (char *p = text; *p; p++)
 		lines += *p == '\n';
 	CHECK_EQ_INT(lines, PB_COL_COUNT + 1);

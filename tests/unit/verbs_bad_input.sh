@@ -85,6 +85,13 @@ scheck "3 rounds; pairbench-verbs runs one round per launch" --pattern scan --pa
 scheck "loaded_lat has its own roles" --test loaded_lat --pairs 2 --pattern incast --pattern-hosts "$work/hosts"
 scheck "lists 2 nodes: one rank per node" --pattern incast --pattern-hosts "$work/hosts2" --pairs 2
 scheck "put %r in it" --pattern incast --pattern-hosts "$work/hosts" --pairs 2 -o "$work/out.csv"
+# --probe (issue 35 item 4): a victim flow into the hub of incast/fanout, during a common window
+scheck "--probe goes with --pattern incast|fanout" --probe write_lat
+scheck "option --probe: unknown test 'x'" --pattern incast --pattern-hosts "$work/hosts" --pairs 2 --test write_bw --probe x
+scheck "--pattern shift:1 has none" --pattern shift:1 --pattern-hosts "$work/hosts" --pairs 2 --test write_bw --probe write_lat
+scheck "a ping-pong latency test (write_lat or send_lat)" --pattern incast --pattern-hosts "$work/hosts" --pairs 2 --test write_bw --probe read_lat
+scheck "a bandwidth or message-rate test, not --test write_lat" --pattern incast --pattern-hosts "$work/hosts" --pairs 2 --probe write_lat
+scheck "not with -n or -D" --pattern incast --pattern-hosts "$work/hosts" --pairs 2 --test write_bw -n 100 --probe write_lat
 err=$(OMPI_COMM_WORLD_RANK=2 OMPI_COMM_WORLD_SIZE=3 "$bin" --pattern nodes:0-1 --pattern-hosts "$work/hosts" \
       -o "$work/idle.%r.csv" 2>&1 >/dev/null); rc=$?
 case "$rc:$err" in 0:*"has no flow in this pattern"*) ;; *) echo "FAIL: --pattern, an idle node -> exit $rc: $err"; fail=1 ;; esac

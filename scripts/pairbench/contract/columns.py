@@ -1,7 +1,7 @@
 """The CSV column list (mirror of core/pb_schema.h), free of heavy imports so that tiny
 programs (the fake executable, checks inside the slow VM) can use it."""
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 COLUMNS: tuple[str, ...] = (
     "schema_version",
@@ -56,6 +56,14 @@ COLUMNS: tuple[str, ...] = (
     "stalled_pairs",
     "longest_stall_s",
     "first_stall_s",
+    "probe_test",
+    "idle_iterations",
+    "idle_lat_us_p50",
+    "idle_lat_us_p99",
+    "idle_lat_us_p999",
+    "lat_inflation_p50",
+    "lat_inflation_p99",
+    "lat_inflation_p999",
     "host",
     "peer",
     "device",
@@ -75,10 +83,15 @@ SOAK_COLUMNS: tuple[str, ...] = (
     "bucket_gbit_s_p50", "min_bucket_share", "stall_fraction", "stalls", "stalled_pairs",
     "longest_stall_s", "first_stall_s")
 
+# The victim probe's columns (pairbench-verbs --probe, docs/patterns.md): scope=probe rows only.
+PROBE_COLUMNS: tuple[str, ...] = (
+    "probe_test", "idle_iterations", "idle_lat_us_p50", "idle_lat_us_p99", "idle_lat_us_p999",
+    "lat_inflation_p50", "lat_inflation_p99", "lat_inflation_p999")
+
 # Version 2 added the worst-pair columns, version 3 the pattern, buffer layout, aggregate
 # scope, QP count and device columns, version 4 the window columns (issue 21: a common
 # window per point by default; older runs were timed by a fixed count unless -D was given),
-# version 5 the soak columns (issue 36);
+# version 5 the soak columns (issue 36), version 6 the victim probe's (issue 35);
 # an older file lacks them (read as empty cells).
 ADDED_IN: dict[int, tuple[str, ...]] = {
     2: ("worst_lat_pair_id", "worst_lat_us_p50", "worst_lat_us_p99", "min_bw_pair_id",
@@ -86,8 +99,9 @@ ADDED_IN: dict[int, tuple[str, ...]] = {
     3: ("pattern", "buffers", "scope", "qps", "device", "port", "port_addr", "peer_device"),
     4: ("window_method", "window_s", "start_delay_us", "overlap_s", "end_spread_us"),
     5: SOAK_COLUMNS,
+    6: PROBE_COLUMNS,
 }
-READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
 
 
 def columns_of(version: int) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pandas is imported where it is used: the sweep must not nee
 INT_COLUMNS = frozenset(
     {"schema_version", "msg_size_bytes", "pairs", "iterations", "warmup_iterations", "window",
      "cpu", "numa_node", "worst_lat_pair_id", "min_bw_pair_id", "soak_buckets", "stalls",
-     "stalled_pairs"}
+     "stalled_pairs", "idle_iterations"}
 )
 FLOAT_COLUMNS = frozenset(
     {"lat_us_min", "lat_us_p50", "lat_us_p90", "lat_us_p99", "lat_us_p999", "lat_us_max",
@@ -32,13 +32,14 @@ FLOAT_COLUMNS = frozenset(
      "min_pair_bw_share", "duration_s", "window_s", "start_delay_us", "overlap_s",
      "end_spread_us", "soak_bucket_s", "bucket_gbit_s_min", "bucket_gbit_s_p1",
      "bucket_gbit_s_p50", "min_bucket_share", "stall_fraction", "longest_stall_s",
-     "first_stall_s"}
+     "first_stall_s", "idle_lat_us_p50", "idle_lat_us_p99", "idle_lat_us_p999",
+     "lat_inflation_p50", "lat_inflation_p99", "lat_inflation_p999"}
 )
 NUMERIC_COLUMNS = INT_COLUMNS | FLOAT_COLUMNS
 # Integer-valued but kept as strings: they are part of a point's identity (groupby keys),
 # where an empty cell must stay '' rather than become NaN.
 INT_STRING_COLUMNS = ("qps", "port")
-SCOPES = ("pair", "all", "device", "node")
+SCOPES = ("pair", "all", "device", "node", "probe", "flow")
 # Needed to identify a row; everything else may be empty.
 KEY_COLUMNS = ("schema_version", "layer", "test", "msg_size_bytes", "pairs", "pair_id", "status")
 
