@@ -10,7 +10,9 @@ Points whose rows carry the flag oversubscribed or above_link_rate are drawn wit
 markers (the legend says so); the "vs pairs" latency figure draws the 1-pair value as a
 dashed reference line; bandwidth figures draw the link rate as a line where it is known
 (rows with link_pct: link rate = bw_gbit_s / link_pct x 100).  Pair counts and pair ids
-are integer ticks, sizes are labelled B/KiB/MiB.
+are integer ticks, sizes are labelled B/KiB/MiB.  Runs with incast / fan-out points get one
+more figure per point size: hub aggregate, victim inflation and per-flow share vs senders
+(present/patternplot.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pairbench.contract.schema import load_metadata
 from pairbench.contract.sizes import size_label
 from pairbench.errors import UsageError
 from pairbench.io.safeio import output_dir, write_output
+from pairbench.present.patternplot import plot_patterns
 
 if TYPE_CHECKING:
     import matplotlib.pyplot as plt
@@ -128,8 +131,12 @@ def _plain_log_y(ax: plt.Axes) -> None:
         lambda v, _p: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
 
 
-def _save(fig: plt.Figure, out: Path, stem: str, written: list[Path]) -> None:
-    for ext in ("png", "svg"):
+FORMATS = ("png", "svg")  # what `pairbench plot` writes: a raster to look at, a vector to print
+
+
+def _save(fig: plt.Figure, out: Path, stem: str, written: list[Path],
+          formats: tuple[str, ...] = FORMATS) -> None:
+    for ext in formats:
         path = out / f"{stem}.{ext}"
         buf = io.BytesIO()
         fig.savefig(buf, format=ext, dpi=110, bbox_inches="tight")
@@ -147,8 +154,11 @@ def _pick_sizes(sizes: list[int], wanted: list[int] | None) -> list[int]:
 
 
 def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
-              at_sizes: list[int] | None = None) -> list[Path]:
-    """Write the figures for every (layer, test, variant) found; return the files written."""
+              at_sizes: list[int] | None = None,
+              formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """Write the figures for every (layer, test, variant) found, in each of formats; return
+    the files written. The report asks for PNG only (it embeds nothing else): an SVG costs
+    about as much again to draw."""
     plt = _pyplot()
     output_dir(out, "--out")
     written: list[Path] = []
@@ -194,7 +204,7 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
             ax.set_ylabel(ylabel)
             ax.set_title(title, fontsize=10)
             _legend(ax, any_flag)
-            _save(fig, out, f"{stem}-{name}", written)
+            _save(fig, out, f"{stem}-{name}", written, formats)
         sizes = sorted(int(s) for s in g["msg_size_bytes"].unique())
         chosen = _pick_sizes(sizes, at_sizes)
         metrics = [m for m in (lat, BW) if g[m].notna().any()]
@@ -230,8 +240,9 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
                 ax.grid(True, alpha=0.3)
                 _legend(ax, any_flag)
             fig.suptitle(f"{title}: scaling with pairs", fontsize=10)
-            _save(fig, out, f"{stem}-vs-pairs", written)
-        _plot_fairness(runs, layer, test, variant, chosen, out, stem, title, written)
+            _save(fig, out, f"{stem}-vs-pairs", written, formats)
+        _plot_fairness(runs, layer, test, variant, chosen, out, stem, title, written, formats)
+    plot_patterns(runs, out, written, _save, _pyplot)  # incast / fan-out points (issue 35)
     if not written:
         raise UsageError("nothing to plot: no ok aggregate rows with latency or bandwidth")
     return written
@@ -239,13 +250,14 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
 
 def _plot_fairness(runs: list[tuple[str, pd.DataFrame, dict]], layer: str, test: str,
                    variant: str, chosen: list[int], out: Path, stem: str, title: str,
-                   written: list[Path]) -> None:
+                   written: list[Path], formats: tuple[str, ...] = FORMATS) -> None:
     """Per-pair value at the largest pair count (bandwidth if measured, else latency p50, or
     the mean of block-timed rows)."""
     plt = _pyplot()
     for label, df, _meta in runs:
         d = df[(df["layer"] == layer) & (df["test"] == test) & (df["status"] == "ok")
-               & (df["variant"].fillna("") == variant) & (df["pair_id"] != "all")]
+               & (df["variant"].fillna("") == variant) & (df["pair_id"] != "all")
+               & df["scope"].fillna("").isin(["pair", ""])]
         if d.empty:
             continue
         pmax = d["pairs"].max()
@@ -277,7 +289,7 @@ def _plot_fairness(runs: list[tuple[str, pd.DataFrame, dict]], layer: str, test:
         ax.legend(fontsize=8)
         ax.grid(True, axis="y", alpha=0.3)
         suffix = "" if len(runs) == 1 else "-" + "".join(c if c.isalnum() else "_" for c in label)
-        _save(fig, out, f"{stem}-per-pair{suffix}", written)
+        _save(fig, out, f"{stem}-per-pair{suffix}", written, formats)
 
 
 def load_runs(paths: list[str], labels: list[str]) -> list[tuple[str, pd.DataFrame, dict]]:

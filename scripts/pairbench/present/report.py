@@ -212,7 +212,7 @@ def plots_section(runs: list[tuple[str, pd.DataFrame, dict]]) -> Section:
     sec = Section("Plots")
     with tempfile.TemporaryDirectory(prefix="pairbench-report-") as tmp:
         try:
-            files = plot_runs(runs, Path(tmp))
+            files = plot_runs(runs, Path(tmp), formats=("png",))
         except UsageError as exc:
             sec.paragraphs.append(f"No plots: {exc}")
             return sec
