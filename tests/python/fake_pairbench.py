@@ -278,6 +278,7 @@ def main() -> int:
     ap.add_argument("-d", "--device")
     ap.add_argument("--pattern")  # pairbench-verbs --pattern: one rank per node (issue 35)
     ap.add_argument("--pattern-hosts")
+    ap.add_argument("--probe")  # pairbench-verbs --pattern --probe: node 1's scope=probe rows
     try:
         a = ap.parse_args()
     except SystemExit as exc:
@@ -351,6 +352,17 @@ def main() -> int:
     if oversub and a.pairs >= oversub:
         for r in rows:
             r["flags"] = ";".join(f for f in (r["flags"], "oversubscribed") if f)
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("SLURM_PROCID")
+    if a.probe and rank == "1":  # the victim probe's client node (vb_probe.c): a row per size
+        for size in sizes:
+            r = dict.fromkeys(COLUMNS, "")
+            r.update(layer=layer, test=a.test, msg_size_bytes=str(size), pairs=str(a.pairs),
+                     pair_id=str(a.pairs), scope="probe", probe_test=a.probe, status="ok",
+                     host=host, lat_kind="half_rtt", iterations="500", idle_iterations="2000",
+                     idle_lat_us_p50="2", idle_lat_us_p99="3", lat_us_p50="5",
+                     lat_us_p99="9", lat_inflation_p50="2.5", lat_inflation_p99="3",
+                     qps=str(a.qps))
+            rows.append(r)
     for r in rows:
         if peer and r["pair_id"] != "all":
             r["peer"] = peer
@@ -369,6 +381,9 @@ def main() -> int:
         key = os.environ.get("FAKE_PB_ENV_KEY", "placement")
         env = {"host": host, "layer": layer, "test": a.test, key: [
             {"pair": i, "server_cpu": 2 * i, "client_cpu": 2 * i + 1} for i in range(a.pairs)]}
+        if a.pattern is not None:  # each worker's flow (vb_dev.c): a made-up numbering
+            for i, w in enumerate(env[key]):
+                w["pattern"] = {"flow": 100 * int(rank or 0) + i, "slot": i}
         if os.environ.get("FAKE_PB_COUNTERS"):
             env.update(device="fake0", counters=fake_counters(rows, sizes))
         Path(a.env_json).write_text(json.dumps(env))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE, assert_clean_error, cli
+from pairbench.contract.columns import COLUMNS, SCHEMA_VERSION
 from pairbench.errors import UsageError
 from pairbench.runner.plan import Point, SweepConfig, plan_sweep
 from pairbench.runner.run import run_point
@@ -103,8 +104,11 @@ sys.exit(max(p.wait() for p in procs))
 
 def test_a_sweep_through_a_launcher_keeps_the_targets_rows(tmp_path: Path) -> None:
     """End to end with the fake executable and a fake mpirun: each point starts P + 1 ranks,
-    each writes its own CSV under its node's name, data.csv holds rank 0's (the target's)
-    rows with pairs = P, pattern incast."""
+    each writes its own CSV under its node's name; data.csv holds rank 0's (the target's)
+    rows as the point's (pairs = P, pattern incast) and every other rank's rows merged
+    (issue 35): its pair rows as scope=flow with the flow id of its --env-json placement,
+    its aggregate as scope=node, the victim probe's row (--probe, node 1) as scope=probe,
+    all with pairs = P."""
     import csv
 
     mpirun = tmp_path / "mpirun"
@@ -113,7 +117,7 @@ def test_a_sweep_through_a_launcher_keeps_the_targets_rows(tmp_path: Path) -> No
     proc = cli("sweep", "--layer", "verbs", "--test", "write_bw", "--pattern", "incast",
                "--pairs", "1,2", "--sizes", "8,64", "--launcher", "mpirun", "--launcher-cmd",
                str(mpirun), "--hosts", "t0,s1,s2", "--binary", str(FAKE), "--results-dir",
-               str(tmp_path / "res"), "--no-progress")
+               str(tmp_path / "res"), "--no-progress", "--probe", "write_lat")
     assert proc.returncode == 0, proc.stderr
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     raw = sorted(p.name for p in (run_dir / "raw").glob("*.csv"))
@@ -123,5 +127,43 @@ def test_a_sweep_through_a_launcher_keeps_the_targets_rows(tmp_path: Path) -> No
         "t0", "slots=1", "s1", "slots=1", "s2", "slots=1"]
     with open(run_dir / "data.csv") as f:
         rows = list(csv.DictReader(f))
-    assert {(r["pairs"], r["host"], r["pattern"]) for r in rows} == {("1", "t0", "incast"),
-                                                                    ("2", "t0", "incast")}
+    assert {(r["pairs"], r["host"], r["pattern"]) for r in rows
+            if r["pair_id"] == "all" and r["scope"] in ("all", "")} == {
+        ("1", "t0", "incast"), ("2", "t0", "incast")}
+    assert all(r["pattern"] == "incast" for r in rows)
+    by = {}
+    for r in rows:
+        by.setdefault((r["pairs"], r["host"], r["scope"]), []).append(r)
+    # the fake's sender of rank k writes --pairs P pair rows, its workers' flows 100k + i
+    for pairs, ranks in (("1", ("s1",)), ("2", ("s1", "s2"))):
+        for k, host in enumerate(ranks, start=1):
+            flow = by[(pairs, host, "flow")]
+            assert sorted({r["pair_id"] for r in flow}) == [
+                str(100 * k + i) for i in range(int(pairs))], flow
+            assert {r["msg_size_bytes"] for r in by[(pairs, host, "node")]} == {"8", "64"}
+            assert all(r["pair_id"] == "all" for r in by[(pairs, host, "node")])
+        probe = by[(pairs, "s1", "probe")]
+        assert sorted(r["msg_size_bytes"] for r in probe) == ["64", "8"]
+        assert all(r["probe_test"] == "write_lat" and r["lat_inflation_p50"] == "2.5"
+                   for r in probe)
+    assert not [k for k in by if k[1] == "t0" and k[2] in ("flow", "node", "probe")]
+
+
+def test_a_rank_without_output_adds_nothing(tmp_path: Path) -> None:
+    """pattern_rows: a rank whose CSV is missing (its node died) adds no row and no error
+    (the point's failure reason says why); a rank whose record is missing keeps its ids."""
+    from pairbench.runner.collect import pattern_rows
+
+    p = plan_sweep(config(run_dir=str(tmp_path)))[2]
+    (tmp_path / "raw").mkdir()
+    assert pattern_rows(p, tmp_path, "run") == []
+    header = ",".join(COLUMNS)
+    cells = dict.fromkeys(header.split(","), "")
+    cells.update(schema_version=str(SCHEMA_VERSION), layer="verbs", test="write_bw",
+                 msg_size_bytes="4096", pairs="1", pair_id="0", scope="pair", status="ok",
+                 host="h2")
+    (tmp_path / f"raw/{p.name}.2.csv").write_text(
+        header + "\n" + ",".join(cells.values()) + "\n")
+    got = pattern_rows(p, tmp_path, "run")
+    assert [(r["host"], r["scope"], r["pair_id"], r["pairs"]) for r in got] == [
+        ("h2", "flow", "0", "3")]

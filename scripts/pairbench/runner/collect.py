@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 from pairbench.contract.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
@@ -191,6 +192,51 @@ def collect_point(result: PointResult, run_dir: Path, run_id: str) -> list[Row]:
         why = reason or "the executable exited 0 but wrote no row for this size"
         out += error_rows(p, missing, why, run_id)
     flag_counters(out, _env_record(p, run_dir))
+    return out + pattern_rows(p, run_dir, run_id)
+
+
+def _rank_path(path: str, rank: int) -> str:
+    """A pattern point's file of rank `rank` (plan_pattern_point: raw/NAME.%r.csv)."""
+    head, sep, tail = path.rpartition(".0.")
+    return f"{head}.{rank}.{tail}" if sep else path
+
+
+def _flow_ids(rec: dict | None) -> dict[str, str]:
+    """pair_id -> the pattern's flow id, from a node's --env-json placement (a measuring
+    worker's pair is its member index, docs/patterns.md); {} when the record has none."""
+    out: dict[str, str] = {}
+    for w in (rec or {}).get("placement") or []:
+        pat = w.get("pattern") if isinstance(w, dict) else None
+        if isinstance(pat, dict) and "flow" in pat and "victim_probe" not in pat:
+            out[str(w.get("pair"))] = str(pat["flow"])
+    return out
+
+
+def pattern_rows(point: Point, run_dir: Path, run_id: str) -> list[Row]:
+    """The rows of a pattern point's other ranks (sweep --layer verbs --pattern: every node
+    writes its own CSV), so every flow's row is in data.csv.  Rank 0's rows are the point's
+    (the target's incoming flows and their aggregate); another node's rows keep what they
+    measured and change only how they are filed: pairs = the point's, a pair row becomes
+    scope=flow with pair_id = its flow id (the same flow seen from its other end: an incast
+    sender's own view, on its own clock), an aggregate (scope all) becomes scope=node (that
+    node's flows, host = it), the victim probe's row stays scope=probe.  A rank whose CSV is
+    missing or unreadable adds nothing (the point's failure reason already says why)."""
+    out: list[Row] = []
+    for rank in range(1, point.ranks if point.csv else 0):
+        sub = replace(point, csv=_rank_path(point.csv or "", rank),
+                      env_json=_rank_path(point.env_json, rank) if point.env_json else None)
+        rows, _problem = read_point_csv(sub, run_dir)
+        flows = _flow_ids(_env_record(sub, run_dir))
+        for r in rows or []:
+            if not complete_row(r):
+                continue
+            row = {**{c: r.get(c, "") for c in COLUMNS}, "run_id": run_id,
+                   "repetition": str(point.repetition), "pairs": str(point.pairs)}
+            if row["scope"] in ("pair", "") and row["pair_id"] != "all":
+                row.update(scope="flow", pair_id=flows.get(row["pair_id"], row["pair_id"]))
+            elif row["scope"] in ("all", "") and row["pair_id"] == "all":
+                row["scope"] = "node"
+            out.append(row)
     return out
 
 

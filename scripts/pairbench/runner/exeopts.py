@@ -163,6 +163,12 @@ EXE_OPTIONS: tuple[ExeOption, ...] = (
               "aggregate rows follow (docs/verbs.md)", cli="--devices", dest="devices",
               layers=("verbs",), check=_devices,
               layer_hint="--devices is for --layer verbs (RDMA devices of pairbench-verbs)"),
+    ExeOption("--probe", str, "verbs --pattern incast|fanout: a victim latency flow (write_lat "
+              "or send_lat, 8 B) into the hub from the second host, measured during the "
+              "pattern's window and idle in the same point; its row is scope=probe with the "
+              "idle twin and the inflation (docs/patterns.md)", layers=("verbs",),
+              check=_one_of("write_lat", "send_lat"),
+              layer_hint="--probe is for --layer verbs --pattern incast|fanout"),
 )
 
 # Rules between options (the executables' own, checked here first so that a sweep fails

@@ -68,6 +68,8 @@ class Point:
     files: tuple[tuple[str, str], ...] = ()  # (relative path, text) written before the launch
     ompi_dirs: bool = False  # Open MPI's session/backing files in a folder of the point's own
     #                          (runner/ompidirs.py): every rank on this host
+    ranks: int = 0  # --pattern: the job's ranks, each writing csv/env_json with .0. -> .R.
+    #                 (collect.pattern_rows merges ranks 1..ranks-1); 0 = one output
 
     @property
     def qps_cell(self) -> str:
@@ -120,8 +122,9 @@ def plan_pattern_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep:
     """sweep --layer verbs --pattern incast|fanout: one rank per node on the first pairs + 1
     hosts (Launcher.rank_job, rank i on line i of the point's host file), pairbench-verbs
     --pattern with --pairs = pairs (one flow per other node); each rank writes its own CSV
-    (%r) and the point's rows are rank 0's: the target's incoming flows on its clock
-    (incast) or the hub's outgoing flows (fanout)."""
+    (%r); the point's headline rows are rank 0's: the target's incoming flows on its clock
+    (incast) or the hub's outgoing flows (fanout); the other ranks' rows are merged as
+    scope flow / node / probe (collect.pattern_rows)."""
     raw = f"raw/{name}"
     sub = replace(cfg, hosts=cfg.hosts[:pairs + 1])
     launcher = launchers.get(sub)
@@ -134,7 +137,7 @@ def plan_pattern_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep:
                  sizes=cfg.sizes, sides=main_side(argv, raw), timeout_s=cfg.timeout_s,
                  csv=f"{raw}.0.csv", env_json=f"{raw}.0.env.json",
                  env=launcher.env() + env, qps=qps, files=((hostfile, launcher.hostfile_text(1)),),
-                 ompi_dirs=launcher.private_ompi_dirs())
+                 ompi_dirs=launcher.private_ompi_dirs(), ranks=pairs + 1)
 
 
 def plan_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep: int,
@@ -178,6 +181,8 @@ def check_config(cfg: SweepConfig) -> None:
         raise UsageError("--qps is a verbs option (queue pairs per pair)")
     if cfg.pattern is not None:
         check_pattern(cfg)
+    elif cfg.probe:
+        raise UsageError("--probe goes with --pattern incast|fanout (a victim flow into the hub)")
     if cfg.soak_s:  # the executables' rule (core/pb_soak.c), before anything runs
         for test in cfg.tests:
             info = testtable.find(test, cfg.layer)
