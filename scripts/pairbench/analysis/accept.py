@@ -13,6 +13,14 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
   [[max_stalls]]       soak (--soak): stalls over the point's pairs <= max_stalls (default 0)
   [[no_corruption]]    soak with --validate-live: messages were checked under load and
                        none was corrupt (a run that checked nothing fails: no evidence)
+  [[min_incast_share]] incast (pairbench-verbs --pattern, docs/patterns.md): the target's
+                       aggregate (the headline row: Σ bytes of its incoming flows over their
+                       global window on its clock) / link_gbit_s when given (a known limit,
+                       e.g. a rate-limited port), else link_pct / 100, >= min_share
+  [[max_probe_inflation]] the victim probe (--probe, scope=probe rows): lat_inflation_p99
+                       (metric: lat_inflation_p50 | p99 | p999; loaded / idle twin of the same
+                       point) <= max_ratio.  Per-flow fairness under a pattern: [[min_fairness]]
+                       (the target's Jain index over its incoming flows) and [[min_pair_share]]
   [[min_bucket_share]] soak: the lowest pair's min bucket / its median bucket
                        (min_bucket_share, the windowed minimum) >= min_share;
                        both soak criteria take the WORST repetition, count only soak rows,
@@ -161,6 +169,31 @@ class MinBucketShare:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MinIncastShare:
+    test: str = key(Str())
+    min_share: float = key(Num())
+    link_gbit_s: float | None = key(Num(), None)
+    pattern: str = key(Str(), "incast")
+    min_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+PROBE_METRICS = ("lat_inflation_p50", "lat_inflation_p99", "lat_inflation_p999")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxProbeInflation:
+    test: str = key(Str())
+    max_ratio: float = key(Num())
+    metric: str = key(Str(PROBE_METRICS), "lat_inflation_p99")
+    pattern: str | None = key(Str(), None)
+    min_size_bytes: int | None = key(Size(), None)
+    pairs: list[int] | None = key(ListOf(PositiveInt()), None)
+    variant: str = key(Str(), "")
+
+
+@dataclass(frozen=True, kw_only=True)
 class FabricMinLinkShare:
     test: str = key(Str())
     min_share: float = key(Num())
@@ -198,7 +231,8 @@ class Sanity:
 # criterion -> what the test must measure for it (a latency, or a bandwidth).
 NEEDS_LATENCY = ("max_latency", "max_pair_scaling", "max_worst_pair")
 NEEDS_BANDWIDTH = ("min_link_pct", "min_fairness", "min_pair_share", "max_stalls",
-                   "min_bucket_share", "no_corruption")
+                   "min_bucket_share", "no_corruption", "min_incast_share",
+                   "max_probe_inflation")
 
 
 @dataclass(frozen=True)
@@ -214,6 +248,9 @@ class AcceptSpec:
     max_stalls: list[MaxStalls] = key(ArrayOfTables(MaxStalls), factory=list)
     min_bucket_share: list[MinBucketShare] = key(ArrayOfTables(MinBucketShare), factory=list)
     no_corruption: list[NoCorruption] = key(ArrayOfTables(NoCorruption), factory=list)
+    min_incast_share: list[MinIncastShare] = key(ArrayOfTables(MinIncastShare), factory=list)
+    max_probe_inflation: list[MaxProbeInflation] = key(ArrayOfTables(MaxProbeInflation),
+                                                       factory=list)
     fabric_min_link_share: list[FabricMinLinkShare] = key(ArrayOfTables(FabricMinLinkShare),
                                                           factory=list)
     fabric_max_outliers: list[FabricMaxOutliers] = key(ArrayOfTables(FabricMaxOutliers),
@@ -382,8 +419,37 @@ def _sweep_criteria(df: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
     for c in spec.get("min_bucket_share", []):
         _soak_check("min_bucket_share", c, rows, _sized(_rows_for(agg, c), c),
                     "min_bucket_share", c["min_share"], ok_if_le=False)
+    _pattern_criteria(df, agg, spec, rows)
     _refuse_flagged(agg, spec, rows)
     _note_tail(agg, rows)
+
+
+def _of_pattern(d: pd.DataFrame, pattern: str | None) -> pd.DataFrame:
+    """Rows of a pattern's points: `incast` takes incast and incast:T; None takes any."""
+    pat = d["pattern"].fillna("").astype(str)
+    if pattern is None:
+        return d[pat != ""]
+    return d[(pat == pattern) | pat.str.startswith(pattern + ":")]
+
+
+def _pattern_criteria(df: pd.DataFrame, agg: pd.DataFrame, spec: dict, rows: list[dict]) -> None:
+    """[[min_incast_share]] on the target's headline rows, [[max_probe_inflation]] on the
+    victim probe's rows (scope=probe), each a median over repetitions per point."""
+    for c in spec.get("min_incast_share", []):
+        d = _of_pattern(_sized(_rows_for(agg, c), c), c["pattern"]).copy()
+        known = c.get("link_gbit_s")
+        d["incast_share"] = d["bw_gbit_s"] / known if known else d["link_pct"] / 100.0
+        _check("min_incast_share" + (f" (of {known:g} Gbit/s)" if known else " (of link_pct)"),
+               c, rows, d, "incast_share", c["min_share"], ok_if_le=False)
+    if not spec.get("max_probe_inflation"):
+        return
+    probe = df[df["scope"] == "probe"] if "scope" in df.columns else df.iloc[0:0]
+    if spec.get("layer"):
+        probe = probe[probe["layer"] == spec["layer"]]
+    for c in spec["max_probe_inflation"]:
+        d = _of_pattern(_sized(_rows_for(probe, c), c), c.get("pattern"))
+        _check(f"max_probe_inflation {c['metric']}", c, rows, d, c["metric"], c["max_ratio"],
+               ok_if_le=True)
 
 
 def _no_corruption(df: pd.DataFrame, run: Path | None, crit: dict, rows: list[dict]) -> None:

@@ -242,7 +242,8 @@ def plot_runs(runs: list[tuple[str, pd.DataFrame, dict]], out: Path,
             fig.suptitle(f"{title}: scaling with pairs", fontsize=10)
             _save(fig, out, f"{stem}-vs-pairs", written, formats)
         _plot_fairness(runs, layer, test, variant, chosen, out, stem, title, written, formats)
-    plot_patterns(runs, out, written, _save, _pyplot)  # incast / fan-out points (issue 35)
+    plot_patterns(runs, out, written,  # incast / fan-out points (issue 35)
+                  lambda fig, o, stem, w: _save(fig, o, stem, w, formats), _pyplot)
     if not written:
         raise UsageError("nothing to plot: no ok aggregate rows with latency or bandwidth")
     return written
