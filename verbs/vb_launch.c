@@ -419,7 +419,9 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 		w->xs_timed = ops.timed;
 		ops.timed = vb_xstart_timed;
 	}
-	if (role.leader && L->counters) {
+	/* Member 0 reads the node's counters: the leader, or the first server of a node that
+	 * only serves (--server, a --pattern node without clients): both ends of every flow. */
+	if (w->member == 0 && L->counters) {
 		const char *names[VB_MAX_DEVS];
 
 		for (unsigned d = 0; d < L->sh->ndev; d++)
