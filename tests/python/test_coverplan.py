@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import HERE
-from pairbench.analysis.coverplan import parse_plan, plan_cover, round_ranges
+from pairbench.analysis.coverplan import parse_plan, plan_cover
 from pairbench.analysis.localise import Localiser
 from pairbench.analysis.routes import Routing
 from pairbench.errors import UsageError
@@ -66,10 +66,9 @@ def test_the_cover_plans_pairs_name_the_three_faults_and_nothing_else(
     assert loc.unexplained == [] and all(f.slow == f.through >= 3 for f in loc.found)
 
 
-def test_parse_plan_and_ranges() -> None:
+def test_parse_plan() -> None:
     assert parse_plan(None) is None and parse_plan("full") is None
     assert parse_plan("cover") == 3 and parse_plan("cover:5") == 5
     for bad in ("cover:0", "cover:x", "cover:101", "random"):
         with pytest.raises(UsageError, match="expected full, cover or cover:N"):
             parse_plan(bad)
-    assert round_ranges([5, 1, 2, 3, 9]) == [(1, 3), (5, 5), (9, 9)]

@@ -89,6 +89,27 @@ def test_render_with_ecmp_routes_lists_what_they_cannot_tell_apart(
     assert "the routes cannot tell them apart" in p.stderr
 
 
+def test_a_cover_plan_runs_a_few_rounds_and_names_the_same_three(
+        tree: tuple[Path, list[str]], tmp_path: Path) -> None:
+    """--plan cover:3: only the rounds that cross every cable 3 times run (one job per run
+    of consecutive rounds, --pattern scan:F-L), and their node pairs name the same three
+    components; no round outside the plan has a row."""
+    tmp, hosts = tree
+    run, err = scan(tmp_path, hosts, tmp / "tree.csv", "--plan", "cover:3")
+    meta = json.loads((run / "metadata.json").read_text())
+    plan = meta["analysis"]["plan"]
+    assert plan["kind"] == "cover" and plan["full_rounds"] == 63 and plan["uncovered"] == []
+    rounds = meta["config"]["rounds"]
+    assert len(rounds) == plan["rounds"] < 63 and plan["pairs"] == 32 * len(rounds)
+    assert f"cover plan: {len(rounds)} of the full scan's 63 rounds" in err
+    ran = {r for p in meta["scan"]["jobs"]["r1-bw"]["parts"] for a, b in p["complete"]
+           for r in range(a, b + 1)}
+    assert ran == set(rounds) and meta["status"] == "complete"
+    loc = json.loads((run / "fabric.json").read_text())["verdicts"][0]["localisation"]
+    assert loc["pairs"] == plan["pairs"] and loc["unexplained"] == 0
+    assert sorted(c["component"] for c in loc["components"]) == sorted(FAULTS)
+
+
 def test_bad_cable_file_or_routing_without_one_is_exit_2(tmp_path: Path) -> None:
     f = tmp_path / "c.csv"
     f.write_text("a,b\nn1,leaf1:1\nn2,n3\n")
@@ -96,3 +117,5 @@ def test_bad_cable_file_or_routing_without_one_is_exit_2(tmp_path: Path) -> None
     assert p.returncode == 2 and f"{f}: line 3: n2 <-> n3" in p.stderr, p.stderr
     p = cli("fabric", "--hosts", "n1,n2", "--routing", "ecmp", "--dry-run")
     assert p.returncode == 2 and "--routing needs --cables" in p.stderr, p.stderr
+    p = cli("fabric", "--hosts", "n1,n2", "--plan", "cover:2", "--dry-run")
+    assert p.returncode == 2 and "--plan cover:2 needs --cables" in p.stderr, p.stderr

@@ -107,13 +107,3 @@ def plan_cover(routing: Routing, hosts: list[str], n: int = DEFAULT_N) -> CoverP
                      min_crossings=int(got[reach].min()) if reach.any() else 0,
                      uncovered=short)
 
-
-def round_ranges(rounds: list[int]) -> list[tuple[int, int]]:
-    """Sorted rounds as (first, last) ranges of consecutive ones: one job each."""
-    out: list[tuple[int, int]] = []
-    for r in sorted(rounds):
-        if out and out[-1][1] == r - 1:
-            out[-1] = (out[-1][0], r)
-        else:
-            out.append((r, r))
-    return out

@@ -11,9 +11,10 @@ import math
 import os
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from pairbench.analysis import routes, topology
+from pairbench.analysis import coverplan, routes, topology
 from pairbench.analysis.localise import Localiser
 from pairbench.analysis.topology import Topology
 from pairbench.contract.sizes import parse_sizes
@@ -62,6 +63,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--routing", default=None, choices=routes.MODELS, help="the routes "
                    "over --cables: dmodk (up/down on a fat tree, D-mod-K; default) or "
                    "ecmp (every shortest path possible: adaptive routing)")
+    p.add_argument("--plan", default=None, metavar="full|cover[:N]", help="cover[:N]: run "
+                   "only the rounds of the full scan that cross every cable of --cables at "
+                   "least N times (default 3; MPI scans), then localise (docs/fabric.md); "
+                   "full: every round (the default)")
     p.add_argument("--confirm", type=int, default=2, metavar="N", help="re-measure "
                    "each suspect link, and each suspect node against 3 healthy peers, N "
                    "times in extra rounds of disjoint pairs after the scan (MPI scans, and "
@@ -177,6 +182,23 @@ def _cables(ns: argparse.Namespace, run_dir: Path | None) -> Localiser | None:
     return fabricloc.load(path, ns.routing or saved.get("routing") or "dmodk")
 
 
+def _cover(ns: argparse.Namespace, cfg: FabricConfig, cables: Localiser | None,
+           analysis: dict) -> FabricConfig:
+    """--plan cover[:N]: the scan's rounds cut to a cover of the cables (said on stderr and
+    kept in analysis["plan"])."""
+    n = coverplan.parse_plan(ns.plan)
+    if n is None:
+        return cfg
+    if cables is None:
+        raise UsageError(f"--plan {ns.plan} needs --cables FILE (the plan covers the cables)")
+    plan = coverplan.plan_cover(cables.r, list(cfg.hosts), n)
+    print(f"fabric: {plan.line()}", file=sys.stderr)
+    analysis["plan"] = {"kind": "cover", "n": n, "rounds": len(plan.rounds),
+                        "full_rounds": plan.full_rounds, "pairs": plan.pairs,
+                        "full_pairs": plan.full_pairs, "uncovered": plan.uncovered[:20]}
+    return replace(cfg, rounds=tuple(plan.rounds))
+
+
 def _analysis(run_dir: Path) -> dict:
     try:
         return json.loads((run_dir / "metadata.json").read_text()).get("analysis", {})
@@ -219,6 +241,7 @@ def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
     else:
         probe = config_from_ns(ns, Path("/nonexistent-run-dir"))
         analysis = {"tolerance": ns.tolerance, "z": ns.z}
+        probe = _cover(ns, probe, cables, analysis)
         if topo is not None:
             analysis["topology"] = str(Path(topo.path).absolute())
         if cables is not None:

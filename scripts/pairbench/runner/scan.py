@@ -101,6 +101,10 @@ def check_config(cfg: FabricConfig) -> None:
         raise UsageError(f"--layer mpi runs inside one {jobs} job: use --launcher {jobs}")
     if len(cfg.hosts) < 2:
         raise UsageError(f"--hosts needs at least 2 nodes, got {len(cfg.hosts)}")
+    if cfg.rounds and cfg.layer != "mpi":
+        raise UsageError("--plan cover runs MPI scans only (for now): use --layer mpi")
+    if cfg.rounds and not set(cfg.rounds) <= set(range(1, total_rounds(len(cfg.hosts)) + 1)):
+        raise UsageError(f"rounds {list(cfg.rounds)[:5]}...: not rounds of this scan")
     if not 1 <= cfg.ranks_per_node <= MAX_PAIRS:
         raise UsageError(f"--ranks-per-node {cfg.ranks_per_node}: expected 1..{MAX_PAIRS} "
                          "(pairs per node pair; the executables' limit, PB_MAX_PAIRS)")
@@ -155,11 +159,13 @@ def plan_fabric(cfg: FabricConfig) -> tuple[int, list[Job]]:
     n_rounds = total_rounds(len(cfg.hosts))
     jobs: list[Job] = []
     reps = range(1, cfg.repetitions + 1)
-    if cfg.layer == "mpi":
+    if cfg.layer == "mpi":  # a cover plan (cfg.rounds): a job per run of consecutive rounds
         for rep, test in itertools.product(reps, cfg.tests):
-            j = mpi_job(cfg, rep, test, 1, n_rounds)
-            jobs.append(replace(j, point=replace(j.point, index=len(jobs)), wave=len(jobs)))
-        return n_rounds, jobs
+            for first, last in _ranges(set(scan_rounds(cfg))):
+                j = mpi_job(cfg, rep, test, first, last)
+                jobs.append(replace(j, point=replace(j.point, index=len(jobs)),
+                                    wave=len(jobs)))
+        return len(scan_rounds(cfg)), jobs
     if launchers.get(cfg).jobs:
         return n_rounds, scanverbs.plan_rounds(cfg)
     rounds = tournament(cfg.hosts)
@@ -277,6 +283,7 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
     without finishing a round ends that test's scan (the run can be --resume'd). State in
     meta["scan"]."""
     n = total_rounds(len(cfg.hosts))
+    todo = scan_rounds(cfg)
     grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
     state = meta.setdefault("scan", {"dropped": [], "jobs": {}})
     for rep, test in itertools.product(range(1, cfg.repetitions + 1), cfg.tests):
@@ -293,15 +300,16 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             if stop():  # a stop signal: the rounds complete so far are kept
                 raise ScanStopped(None)
             done = set().union(*(_unranges(p["complete"]) for p in js["parts"]))
-            first = next((r for r in range(1, n + 1) if r not in done), None)
+            first = next((r for r in todo if r not in done), None)
             dropped = tuple(state["dropped"])
             if first is None or len(cfg.hosts) - len(dropped) < 2 or stuck >= STUCK_MAX:
                 break
-            job = mpi_job(cfg, rep, test, first, n, dropped, len(js["parts"]) + 1)
+            last = next(b for a, b in _ranges(set(todo)) if a <= first <= b)
+            job = mpi_job(cfg, rep, test, first, last, dropped, len(js["parts"]) + 1)
             (run_dir / "raw").mkdir(exist_ok=True)
             assert job.hostfile is not None
             (run_dir / job.hostfile[0]).write_text(job.hostfile[1])
-            part = {"name": job.point.name, "csv": job.point.csv, "first": first, "last": n,
+            part = {"name": job.point.name, "csv": job.point.csv, "first": first, "last": last,
                     "dropped": list(dropped), "status": "running", "complete": [],
                     "argv": list(job.point.sides[0].argv)}
             if meta.get("rows_format") == "parquet":
@@ -309,7 +317,7 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             js["parts"].append(part)
             save()
             ps = part_scan(run_dir, part, meta, rep)
-            prog = RoundProgress(f"r{rep} {test}", ps, first, n, n, quiet)
+            prog = RoundProgress(f"r{rep} {test}", ps, first, last, n, quiet)
             res = run_point(job.point, run_dir, grace,
                             stop=lambda prog=prog: prog.tick() or stop())
             prog.tick(final=True)
@@ -328,7 +336,9 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
             if res.interrupted:
                 raise ScanStopped(job.point.name)
             if res.ok:
-                break
+                if not cfg.rounds or not complete:
+                    break
+                continue  # a cover plan: the next run of its rounds
             err = (run_dir / job.point.sides[0].stderr).read_text(errors="replace")
             lost = [h for h in launchers.get(cfg).failed_nodes(err) if h not in dropped]
             print(f"fabric: r{rep} {test}: the job failed after round "
@@ -365,7 +375,7 @@ def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
     that finished it;
     a round no part finished gets an error row per size; node pairs of dropped hosts in the
     rounds run without them get error rows naming the host. Returns the error rows."""
-    k, n = len(cfg.hosts), total_rounds(len(cfg.hosts))
+    k = len(cfg.hosts)
     pos = {h: i for i, h in enumerate(cfg.hosts)}
     run_id = meta["run_id"]
     errors = [0]
@@ -411,7 +421,7 @@ def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
                                            "not run: node(s) " + " ".join(p["dropped"]) +
                                            " lost earlier in the scan", ran)
                     yield extra, run_id, rep
-            missing = [r for r in range(1, n + 1) if r not in owner]
+            missing = [r for r in scan_rounds(cfg) if r not in owner]
             last = js["parts"][-1].get("reason") if js["parts"] else None
             why = "not run: the scan stopped before this round" + (f" ({last})" if last
                                                                    else "")
@@ -495,10 +505,9 @@ def continue_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
     meta.update(finished=now_iso(), error_rows=n_err,
                 status="complete" if n_err == 0 else "complete_with_errors")
     if cfg.layer == "mpi" or per_round:
-        n = total_rounds(len(cfg.hosts))
         unfinished = (scanverbs.unfinished(cfg, meta) if per_round else
                       [k for k, js in meta["scan"]["jobs"].items()
-                       if set(range(1, n + 1)) - set().union(
+                       if set(scan_rounds(cfg)) - set().union(
                            *(_unranges(p["complete"]) for p in js["parts"]))])
         if unfinished:
             meta["status"] = "incomplete"
@@ -582,7 +591,9 @@ def describe_plan(cfg: FabricConfig, confirm: int = 0) -> str:
     k = len(cfg.hosts)
     per_point = (cfg.duration_s or 0.0) if getattr(cfg, "duration_s", None) else None
     lines = [f"fabric scan of {k} nodes: {n} rounds of {k // 2} node pairs "
-             f"({k * (k - 1) // 2} node pairs), {len(cfg.tests)} test(s) x "
+             f"({n * (k // 2) if cfg.rounds else k * (k - 1) // 2} node pairs"
+             f"{f'; a cover plan, the full scan: {total_rounds(k)} rounds' if cfg.rounds else ''}"
+             f"), {len(cfg.tests)} test(s) x "
              f"{len(cfg.sizes)} size(s) x {cfg.repetitions} repetition(s)",
              f"launches: {len(jobs)}" + (" (one job per test and repetition; rounds run "
                                          "inside pairbench-mpi)" if cfg.layer == "mpi"
@@ -697,6 +708,12 @@ def confirm_job(cfg: FabricConfig, test: str, pairs: list[tuple[str, str]],
               csv=csv, env_json=env, env=launcher.env())
     return Job(point=p, subdir=".", wave=0,
                hostfile=(hostfile, launcher.hostfile_text(cfg.ranks_per_node)))
+
+
+def scan_rounds(cfg: FabricConfig) -> list[int]:
+    """The rounds the scan runs: a cover plan's (cfg.rounds), else every round."""
+    return sorted(cfg.rounds) if cfg.rounds else list(range(1, total_rounds(len(cfg.hosts))
+                                                            + 1))
 
 
 def config_from(meta: dict) -> FabricConfig:

@@ -39,6 +39,8 @@ class FabricConfig(ExeSettings):
     as_root: bool = False
     exe_args: tuple[str, ...] = ()
     connect_addr: str | None = None  # (launchers read it; a node pair's server is its first node)
+    # the tournament's rounds to run (--plan cover, analysis/coverplan.py); () = all of them
+    rounds: tuple[int, ...] = ()
 
 
 # mpirun hostfile words after the node name (Open MPI: slots=N, max_slots=N, max-slots=N)
