@@ -66,6 +66,9 @@ def test_three_planted_components_are_named_and_nothing_else(
         assert f"{c['component']}: {c['slow']:,} of {c['through']:,} node pairs" in err
     page = (run / "fabric.html").read_text()
     assert "<h2>Components</h2>" in page and "leaf2:11 &lt;-&gt; spine3:2" in page
+    # the drawing: the two named inter-switch cables red, the named node under its leaf
+    assert "<h2>The fabric</h2>" in page and page.count("stroke='#c00'") == 2
+    assert "fill='#c00'>n0037</text>" in page
     meta = json.loads((run / "metadata.json").read_text())
     assert meta["analysis"]["cables"] == str(tmp / "tree.csv")  # for --render, --resume
 

@@ -5,13 +5,17 @@ fabric.html (docs/fabric.md, "Naming the component")."""
 from __future__ import annotations
 
 import html
+import json
+from pathlib import Path
 
 import numpy as np
 
 from pairbench.analysis.localise import Localisation, Localiser
 from pairbench.analysis.outliers import LinkPerf, Verdict
 from pairbench.analysis.routes import Routing
+from pairbench.errors import UsageError
 from pairbench.io import fabrictopo
+from pairbench.present import fabrictree
 
 
 def load(path: str, routing: str = "dmodk") -> Localiser:
@@ -42,30 +46,53 @@ def localise_verdict(loc: Localiser, v: Verdict) -> Localisation:
                               np.concatenate([perf, np.full(len(fa), np.nan)]), v.floor)
 
 
-def html_section(verdicts: list[dict]) -> str:
+def html_section(verdicts: list[dict], run_dir: Path | None = None) -> str:
     """The page's "Components" section: per test and size the components named, with
-    their evidence and the alternatives the routes cannot tell apart."""
+    their evidence and the alternatives the routes cannot tell apart; and the drawing of
+    the fabric (fabrictree) with them marked, when run_dir's fabric.json names its cable
+    file and that is readable."""
     rows = []
+    named: set[str] = set()
+    alts: set[str] = set()
     for v in verdicts:
         loc = v.get("localisation")
         if not loc:
             continue
         what = f"{v['test']} {v['msg_size_bytes']} B"
         for c in loc["components"]:
-            alts = ", ".join(a["component"] for a in c["alternatives"][:10])
+            named.add(c["component"])
+            alts |= {a["component"] for a in c["alternatives"]}
+            alt = ", ".join(a["component"] for a in c["alternatives"][:10])
             rows.append(f"<tr><td>{html.escape(what)}</td><td class='bad'>"
                         f"{html.escape(c['component'])}</td><td>{html.escape(c['kind'])}</td>"
                         f"<td>{c['slow']:,} of {c['through']:,}</td>"
                         f"<td>{c['slow_elsewhere']:,} of {c['elsewhere']:,}</td>"
-                        f"<td>{html.escape(alts) or '-'}</td></tr>")
+                        f"<td>{html.escape(alt) or '-'}</td></tr>")
         if loc["unexplained"]:
             rows.append(f"<tr><td>{html.escape(what)}</td><td colspan='5'>"
                         f"{loc['unexplained']:,} slow node pair(s) no component explains"
                         "</td></tr>")
     if not rows:
         return ""
-    return ("<h2>Components</h2><p>The fewest cables, ports and switches whose routes "
+    drawing = _drawing(run_dir, named, alts - named)
+    return drawing + ("<h2>Components</h2><p>The fewest cables, ports and switches whose routes "
             "explain every slow node pair and no healthy one (docs/fabric.md).</p><table>"
             "<tr><th>test, size</th><th>component</th><th>kind</th><th>slow pairs through "
             "it</th><th>slow pairs elsewhere</th><th>or (cannot be told apart)</th></tr>"
             f"{''.join(rows)}</table>")
+
+
+def _drawing(run_dir: Path | None, named: set[str], alts: set[str]) -> str:
+    """The fabric drawn (fabrictree.tree_svg), or "" without a readable cable file."""
+    if run_dir is None:
+        return ""
+    try:
+        top = json.loads((run_dir / "fabric.json").read_text(encoding="utf-8"))
+        c = top.get("cables") or {}
+        r = Routing(fabrictopo.load(c["file"]), c.get("routing", "dmodk"))
+    except (OSError, ValueError, KeyError, UsageError):
+        return ""
+    return ("<h2>The fabric</h2><p>Switches by level (spines above leaves; under each leaf "
+            "its node count), every inter-switch cable a line: red the components named, "
+            "dashed orange what they cannot be told apart from, red names the nodes whose "
+            "cable was named. Hover for names.</p>" + fabrictree.tree_svg(r, named, alts))

@@ -562,7 +562,7 @@ def _suspects_table(verdicts: list[dict]) -> str:
 def _fragment(run_dir: Path, verdicts: list[dict],
               env: dict | None = None) -> tuple[str, str]:
     title = f"Fabric scan {run_dir.name}"
-    parts = [_suspects_table(verdicts), fabricloc.html_section(verdicts),
+    parts = [_suspects_table(verdicts), fabricloc.html_section(verdicts, run_dir),
              _env_section(env, verdicts),
              "<p>Every node pair measured once, in rounds of disjoint node pairs. "
              "perf = value / reference (bandwidth) or reference / value (latency); the "
