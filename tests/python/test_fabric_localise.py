@@ -122,3 +122,12 @@ def test_bad_cable_file_or_routing_without_one_is_exit_2(tmp_path: Path) -> None
     assert p.returncode == 2 and "--routing needs --cables" in p.stderr, p.stderr
     p = cli("fabric", "--hosts", "n1,n2", "--plan", "cover:2", "--dry-run")
     assert p.returncode == 2 and "--plan cover:2 needs --cables" in p.stderr, p.stderr
+    # forwarding tables that miss a node of the cable file: exit 2 before anything runs
+    lft = tmp_path / "lft.txt"
+    lft.write_text((HERE / "data" / "fabric" / "ibroute-2level.txt").read_text().replace(
+        "0x0008 034 : (Channel Adapter portguid 0x0c42a10300a1b2f0: 'node0004 mlx5_0')\n",
+        "", 1))
+    p = cli("fabric", "--hosts", "node0001,node0004", "--cables",
+            str(HERE / "data" / "fabric" / "ibnetdiscover-2level.txt"), "--lft", str(lft),
+            "--dry-run")
+    assert p.returncode == 2 and "leaf1 has no route to node0004" in p.stderr, p.stderr

@@ -75,3 +75,50 @@ def test_dmodk_refuses_a_cable_between_switches_of_one_level(tmp_path: Path) -> 
         Routing(fabrictopo.load(f), "dmodk").incidence(np.array([0]), np.array([1]))
     r = Routing(fabrictopo.load(f), "ecmp")  # every shortest path: one here
     assert crossed(r, "n1", "n2", certain=True) == crossed(r, "n1", "n2")
+
+
+def test_lft_routes_follow_the_dumped_forwarding_tables() -> None:
+    """ibroute-2level.txt sends every remote destination from leaf1 up through spine2 and
+    from leaf2 through spine1 (not D-mod-K): the routes are those, hop by hop."""
+    from pairbench.io import lftdump
+
+    lft = lftdump.load(HERE / "data" / "fabric" / "ibroute-2level.txt")
+    assert set(lft) == {"leaf1", "leaf2", "spine1", "spine2"}
+    assert lft["leaf1"] == {"node0001": 1, "node0002": 2, "node0003": 34, "node0004": 34}
+    r = Routing(fabrictopo.load(IBND), lft=lft)
+    assert r.model == "lft"
+    assert crossed(r, "node0001", "node0003") == {
+        "node0001 <-> leaf1:1", "node0003 <-> leaf2:1", "switch leaf1", "switch leaf2",
+        "leaf1:34 <-> spine2:1", "leaf2:34 <-> spine2:2", "switch spine2",  # 1 -> 3
+        "leaf2:33 <-> spine1:2", "leaf1:33 <-> spine1:1", "switch spine1"}  # 3 -> 1
+    assert crossed(r, "node0001", "node0002") == {
+        "node0001 <-> leaf1:1", "node0002 <-> leaf1:2", "switch leaf1"}
+
+
+@pytest.mark.parametrize("edit,msg", [
+    (("0x0007 034 : (Channel Adapter", "0x0007 035 : (Channel Adapter"),
+     "leaf1 sends node0003 out of port 35, which has no cable"),
+    (("0x0008 034 : (Channel Adapter portguid 0x0c42a10300a1b2f0: 'node0004 mlx5_0')\n", ""),
+     "switch leaf1 has no route to node0004"),
+])
+def test_lft_that_does_not_reach_a_node_is_a_usage_error(tmp_path: Path, edit: tuple,
+                                                         msg: str) -> None:
+    from pairbench.io import lftdump
+
+    text = (HERE / "data" / "fabric" / "ibroute-2level.txt").read_text()
+    head, sep, tail = text.partition("(MF0;leaf1:MQM8700/U1):\n")  # leaf1's block only
+    f = tmp_path / "lft.txt"
+    f.write_text(head + sep + tail.replace(*edit, 1))
+    r = Routing(fabrictopo.load(IBND), lft=lftdump.load(f))
+    with pytest.raises(UsageError, match=msg):
+        r.incidence(np.array([0]), np.array([3]))
+
+
+def test_a_file_that_is_not_ibroute_output_names_its_line(tmp_path: Path) -> None:
+    from pairbench.io import lftdump
+
+    f = tmp_path / "lft.txt"
+    f.write_text("Unicast lids [0x0-0x8] of switch Lid 3 guid 0x01 (MF0;leaf1:X):\n"
+                 "0x0005 001 : (Channel Adapter portguid 0x02: 'n1 mlx5_0')\nrubbish\n")
+    with pytest.raises(UsageError, match=f"{f}: line 3: neither an ibroute block header"):
+        lftdump.load(f)

@@ -24,6 +24,10 @@ Models (`--routing`):
   those on all of them (its node cables, its leaves, and a switch or cable every shortest
   path takes). A healthy pair clears only what it surely crossed.
 
+- "lft": the forwarding tables the fabric has (`ibroute` dumps, io/lftdump.py): from each
+  leaf, the out port each switch's table gives for the destination node, hop by hop, until
+  the port that holds the node's cable. The routes are the fabric's own, no model.
+
 Cost: dmodk builds at most 2 x (2 + 2 x levels) components per node pair, vectorised
 (numpy), from one route per (leaf, destination node); ecmp one component set per pair of
 leaves (shortest paths counted on the switch graph), shared by the node pairs between them.
@@ -44,7 +48,7 @@ from pairbench.io.fabrictopo import FabricTopo
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
-MODELS = ("dmodk", "ecmp")
+MODELS = ("dmodk", "ecmp")  # and "lft": Routing(..., lft=io.lftdump.load(FILE))
 
 
 def natural(name: str) -> tuple:
@@ -96,10 +100,13 @@ class Incidence:
 class Routing:
     """The components of a FabricTopo and the routes of one model over it."""
 
-    def __init__(self, topo: FabricTopo, model: str = "dmodk") -> None:
-        if model not in MODELS:
+    def __init__(self, topo: FabricTopo, model: str = "dmodk",
+                 lft: dict[str, dict[str, int]] | None = None) -> None:
+        if lft is not None:
+            model = "lft"
+        elif model not in MODELS:
             raise UsageError(f"--routing {model}: expected one of {', '.join(MODELS)}")
-        self.topo, self.model = topo, model
+        self.topo, self.model, self.lft = topo, model, lft
         nc = len(topo.cables)
         self.sw = {s: nc + i for i, s in enumerate(topo.switches)}
         self.n_components = nc + len(topo.switches)
@@ -217,6 +224,47 @@ class Routing:
                 mid[li, d, :len(path)] = path
         self._mid = mid
 
+    def _lft_tables(self) -> None:
+        """The routes the forwarding tables give (self.lft: switch -> node -> out port),
+        from each leaf to each node, as _dmodk_tables' mid table."""
+        t, lft = self.topo, self.lft or {}
+        on: dict[tuple[str, int], int] = {}
+        for i, c in enumerate(t.cables):
+            on[(c.b, c.b_port)] = i
+            if c.a_port:
+                on[(c.a, c.a_port)] = i
+        width = 1 + 2 * (len(t.switches) + 1)
+        k = len(self.node_list)
+        paths: list[tuple[int, int, list[int]]] = []
+        for li, leaf in enumerate(self.leaves):
+            for d, node in enumerate(self.node_list):
+                path, cur = [self.sw[leaf]], leaf
+                while True:
+                    port = lft.get(cur, {}).get(node)
+                    if port is None:
+                        raise UsageError(f"forwarding tables: switch {cur} has no route to "
+                                         f"{node} (dump every switch's LFT: ibroute)")
+                    c = on.get((cur, port))
+                    if c is None:
+                        raise UsageError(f"forwarding tables: {cur} sends {node} out of "
+                                         f"port {port}, which has no cable in {t.path}")
+                    cab = t.cables[c]
+                    if cab.a_port == 0:
+                        if cab.a != node:
+                            raise UsageError(f"forwarding tables: {cur} sends {node} to "
+                                             f"{cab.a}'s port {port}")
+                        break
+                    cur = cab.b if cab.a == cur else cab.a
+                    path += [c, self.sw[cur]]
+                    if len(path) >= width:
+                        raise UsageError(f"forwarding tables: the route from {leaf} to "
+                                         f"{node} loops")
+                paths.append((li, d, path))
+        mid = np.full((len(self.leaves), k, max(len(x[2]) for x in paths)), -1, dtype=np.int32)
+        for li, d, path in paths:
+            mid[li, d, :len(path)] = path
+        self._mid = mid
+
     def _port(self, cable: int, switch: str) -> int:
         c = self.topo.cables[cable]
         return c.a_port if c.a == switch else c.b_port
@@ -276,9 +324,9 @@ class Routing:
         rows = np.repeat(np.arange(p), 2)
         cols = np.stack([self.node_cable[a], self.node_cable[b]], axis=1).ravel()
         node = sparse.csr_matrix((np.ones(2 * p, dtype=np.int8), (rows, cols)), shape=(p, nc))
-        if self.model == "dmodk":
+        if self.model in ("dmodk", "lft"):
             if self._mid is None:
-                self._dmodk_tables()
+                self._lft_tables() if self.model == "lft" else self._dmodk_tables()
             assert self._mid is not None
             m = np.concatenate([self._mid[self.node_leaf[a], b],
                                 self._mid[self.node_leaf[b], a]], axis=1)

@@ -63,6 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--routing", default=None, choices=routes.MODELS, help="the routes "
                    "over --cables: dmodk (up/down on a fat tree, D-mod-K; default) or "
                    "ecmp (every shortest path possible: adaptive routing)")
+    p.add_argument("--lft", default=None, metavar="FILE", help="the switches' forwarding "
+                   "tables (ibroute output of every switch, concatenated): the routes over "
+                   "--cables are then the fabric's own, not a model")
     p.add_argument("--plan", default=None, metavar="full|cover[:N]", help="cover[:N]: run "
                    "only the rounds of the full scan that cross every cable of --cables at "
                    "least N times (default 3; MPI scans), then localise (docs/fabric.md); "
@@ -128,8 +131,8 @@ def check_analysis(ns: argparse.Namespace) -> None:
 
 # What --resume RUN and --render RUN take besides RUN: everything else is the scan's own
 # (its metadata.json), and a given value would be ignored, so it is refused instead.
-KEEP_WITH = {"resume": {"resume", "topology", "confirm", "cables", "routing"},
-             "render": {"render", "topology", "cables", "routing"}}
+KEEP_WITH = {"resume": {"resume", "topology", "confirm", "cables", "routing", "lft"},
+             "render": {"render", "topology", "cables", "routing", "lft"}}
 
 
 def refuse_scan_options(ns: argparse.Namespace, mode: str) -> None:
@@ -176,10 +179,15 @@ def _cables(ns: argparse.Namespace, run_dir: Path | None) -> Localiser | None:
     saved = _analysis(run_dir) if run_dir is not None else {}
     path = ns.cables or saved.get("cables")
     if not path:
-        if ns.routing:
-            raise UsageError("--routing needs --cables FILE (the routes run over the cables)")
+        if ns.routing or ns.lft:
+            raise UsageError(f"--{'routing' if ns.routing else 'lft'} needs --cables FILE "
+                             "(the routes run over the cables)")
         return None
-    return fabricloc.load(path, ns.routing or saved.get("routing") or "dmodk")
+    if ns.routing and ns.lft:
+        raise UsageError("--routing and --lft exclude each other (the forwarding tables "
+                         "are the routes)")
+    lft = ns.lft or (saved.get("lft") if not ns.routing else None)
+    return fabricloc.load(path, ns.routing or saved.get("routing") or "dmodk", lft)
 
 
 def _cover(ns: argparse.Namespace, cfg: FabricConfig, cables: Localiser | None,
@@ -247,6 +255,8 @@ def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
         if cables is not None:
             analysis["cables"] = str(Path(cables.r.topo.path).absolute())
             analysis["routing"] = cables.r.model
+            if ns.lft:
+                analysis["lft"] = str(Path(ns.lft).absolute())
         n_err, new_dir = scan_to_dir(probe, ns.results_dir, analysis, ns.dry_run,
                                      ns.confirm, signals)
         if new_dir is None:

@@ -175,7 +175,7 @@ def _ibnetdiscover(p: Path, text: str) -> list[tuple[int, tuple[str, int], tuple
     if not switches:
         raise UsageError(f"{p}: no Switch block")
     names = {}
-    first = [_switch_name(desc[s]) for s in switches]
+    first = [switch_name(desc[s]) for s in switches]
     for s, f in zip(switches, first, strict=True):
         names[s] = f if f and first.count(f) == 1 and ":" not in f else s
     hosts = {}
@@ -207,7 +207,7 @@ def _ibnetdiscover(p: Path, text: str) -> list[tuple[int, tuple[str, int], tuple
 MANAGED = re.compile(r"^[^;\s]+;(?P<name>[^:;\s]+):")  # "MF0;leaf1:MQM8700/U1" -> leaf1
 
 
-def _switch_name(desc: str) -> str:
+def switch_name(desc: str) -> str:
     """A switch's name from its description: the NAME of a managed switch's
     "MF0;NAME:MODEL/U1", else the first word ("" when it has a colon: not a name)."""
     m = MANAGED.match(desc)

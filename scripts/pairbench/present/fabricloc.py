@@ -14,13 +14,18 @@ from pairbench.analysis.localise import Localisation, Localiser
 from pairbench.analysis.outliers import LinkPerf, Verdict
 from pairbench.analysis.routes import Routing
 from pairbench.errors import UsageError
-from pairbench.io import fabrictopo
+from pairbench.io import fabrictopo, lftdump
 from pairbench.present import fabrictree
 
 
-def load(path: str, routing: str = "dmodk") -> Localiser:
-    """The localiser of a cable file (UsageError naming its line when bad)."""
-    return Localiser(Routing(fabrictopo.load(path), routing))
+def load(path: str, routing: str = "dmodk", lft: str | None = None) -> Localiser:
+    """The localiser of a cable file (UsageError naming its line when bad), with the
+    routes of a routing model, or of forwarding tables (lft: an ibroute dump)."""
+    tables = lftdump.load(lft) if lft else None
+    loc = Localiser(Routing(fabrictopo.load(path), routing, lft=tables))
+    if tables is not None:
+        loc.r.incidence(np.array([0]), np.array([0]))  # a table that misses a node: now
+    return loc
 
 
 def localise_verdict(loc: Localiser, v: Verdict) -> Localisation:
@@ -89,7 +94,7 @@ def _drawing(run_dir: Path | None, named: set[str], alts: set[str]) -> str:
     try:
         top = json.loads((run_dir / "fabric.json").read_text(encoding="utf-8"))
         c = top.get("cables") or {}
-        r = Routing(fabrictopo.load(c["file"]), c.get("routing", "dmodk"))
+        r = Routing(fabrictopo.load(c["file"]), "ecmp")  # (the drawing needs no routes)
     except (OSError, ValueError, KeyError, UsageError):
         return ""
     return ("<h2>The fabric</h2><p>Switches by level (spines above leaves; under each leaf "
