@@ -113,6 +113,20 @@ def test_a_cover_plan_runs_a_few_rounds_and_names_the_same_three(
     assert sorted(c["component"] for c in loc["components"]) == sorted(FAULTS)
 
 
+def test_accept_counts_the_components(tree: tuple[Path, list[str]], tmp_path: Path) -> None:
+    """[[fabric_max_components]] with the scan's own cable file (metadata.json): the three
+    components against a limit of 3 pass and of 0 fail, each named in the detail."""
+    spec = tmp_path / "spec.toml"
+    for limit, code in ((3, 0), (0, 1)):
+        spec.write_text(f'[[fabric_max_components]]\ntest = "bw"\nmax_components = {limit}\n')
+        p = cli("accept", str(RUN[0]), "--spec", str(spec))
+        assert p.returncode == code, p.stdout + p.stderr
+        (line,) = [ln for ln in p.stdout.splitlines() if "fabric_max_components" in ln]
+        for name in FAULTS:
+            assert f"{name} (" in line, line
+        assert ("FAIL" in line.upper()) == (code == 1), line
+
+
 def test_bad_cable_file_or_routing_without_one_is_exit_2(tmp_path: Path) -> None:
     f = tmp_path / "c.csv"
     f.write_text("a,b\nn1,leaf1:1\nn2,n3\n")

@@ -39,6 +39,9 @@ Criteria (each an array of tables in the spec; see examples/accept-spec.toml):
                        (unconfirmed) is listed in the detail, not counted; confirmed ones and
                        ones never re-measured count. A fabric scan's links are read by the
                        streaming path (scanlinks.read_scan), not as the generic frame
+  [[fabric_max_components]]  fabric scan with a cable file (pairbench fabric --cables, or
+                       cables = FILE here): components named by localisation + slow node
+                       pairs none explains <= max_components (default 0), per test and size
   [sanity]             max_link_pct (default 100): any row above it fails (bandwidth above
                        the link rate is a measurement error), as does the above_link_rate flag
   [environment]        the machine, not the speed (issue 25; pairbench.analysis.envcheck):
@@ -59,6 +62,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pairbench.analysis.acceptcomp import fabric_components
 from pairbench.analysis.envcheck import Environment, evaluate_environment
 from pairbench.analysis.flags import row_flags
 from pairbench.analysis.frames import METRICS, is_headline
@@ -214,6 +218,19 @@ class FabricMaxOutliers:
 
 
 @dataclass(frozen=True)
+class FabricMaxComponents:
+    test: str = key(Str())
+    max_components: int = key(NonNegInt(), 0)
+    tolerance: float = key(Num(open_unit=True), 0.10)
+    z: float = key(Num(), 3.5)
+    min_size_bytes: int | None = key(Size(), None)
+    max_size_bytes: int | None = key(Size(), None)
+    variant: str = key(Str(), "")
+    cables: str | None = key(Str(), None)       # default: the scan's --cables
+    routing: str | None = key(Str(("dmodk", "ecmp")), None)
+
+
+@dataclass(frozen=True)
 class SpecInfo:
     name: str | None = key(Str(), None)
     layer: str | None = key(Str(testtable.LAYERS), None)
@@ -255,6 +272,8 @@ class AcceptSpec:
                                                           factory=list)
     fabric_max_outliers: list[FabricMaxOutliers] = key(ArrayOfTables(FabricMaxOutliers),
                                                        factory=list)
+    fabric_max_components: list[FabricMaxComponents] = key(
+        ArrayOfTables(FabricMaxComponents), factory=list)
     environment: Environment | None = key(Table(Environment), None)
 
 
@@ -346,7 +365,7 @@ def _check(name: str, crit: dict, rows: list[dict], d: pd.DataFrame, metric: str
                      "detail": f"{metric} {'<=' if ok_if_le else '>='} {limit:g}"})
 
 
-FABRIC_SECTIONS = ("fabric_min_link_share", "fabric_max_outliers")
+FABRIC_SECTIONS = ("fabric_min_link_share", "fabric_max_outliers", "fabric_max_components")
 
 
 def is_fabric_scan(meta: dict) -> bool:
@@ -378,6 +397,9 @@ def evaluate(df: pd.DataFrame | None, spec: dict, meta: dict | None = None,
         _fabric(scan, df, spec, c, rows, True, cache)
     for c in spec.get("fabric_max_outliers", []):
         _fabric(scan, df, spec, c, rows, False, cache)
+    for c in spec.get("fabric_max_components", []):
+        fabric_components(_fabric_results(scan, df, spec, c.get("tolerance", 0.10),
+                                          c.get("z", 3.5), cache), meta or {}, c, rows, cache)
     if df is None:
         _sanity_stream(find_data_csv(Path(run)) if run is not None else None, spec, rows)
     else:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pairbench.analysis.outliers import LinkPerf, Verdict
 from pairbench.analysis.routes import Incidence, Routing
 
 MILP_TIME_S = 20.0
@@ -286,3 +287,26 @@ def greedy_cover(sets: list[tuple[int, ...]]) -> list[int]:
         out.append(best)
         left = [s for s in left if best not in s]
     return sorted(out)
+
+
+def localise_verdict(loc: Localiser, v: Verdict) -> Localisation:
+    """The components that explain v's node pairs below its floor (failed ones too)."""
+    lp = v.links
+    if isinstance(lp, LinkPerf):
+        names = [str(n) for n in lp.names]
+        at = {n: i for i, n in enumerate(names)}
+        ca, cb, perf = lp.a.astype(np.int64), lp.b.astype(np.int64), lp.perf
+    else:
+        names = sorted({n for ab in lp for n in ab} | {n for ab in v.failed for n in ab})
+        at = {n: i for i, n in enumerate(names)}
+        ca = np.array([at[x] for x, _ in lp], dtype=np.int64)
+        cb = np.array([at[y] for _, y in lp], dtype=np.int64)
+        perf = np.array(list(lp.values()), dtype=float)
+    new = sorted({n for ab in v.failed for n in ab} - set(at))
+    for n in new:
+        at[n] = len(names)
+        names.append(n)
+    fa = np.array([at[x] for x, _ in v.failed], dtype=np.int64)
+    fb = np.array([at[y] for _, y in v.failed], dtype=np.int64)
+    return loc.localise_codes(np.concatenate([ca, fa]), np.concatenate([cb, fb]), names,
+                              np.concatenate([perf, np.full(len(fa), np.nan)]), v.floor)

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pairbench.analysis.localise import Localisation, Localiser
-from pairbench.analysis.outliers import LinkPerf, Verdict
+from pairbench.analysis.localise import Localiser, localise_verdict
 from pairbench.analysis.routes import Routing
 from pairbench.errors import UsageError
 from pairbench.io import fabrictopo, lftdump
 from pairbench.present import fabrictree
+
+__all__ = ["html_section", "load", "localise_verdict"]
 
 
 def load(path: str, routing: str = "dmodk", lft: str | None = None) -> Localiser:
@@ -26,29 +27,6 @@ def load(path: str, routing: str = "dmodk", lft: str | None = None) -> Localiser
     if tables is not None:
         loc.r.incidence(np.array([0]), np.array([0]))  # a table that misses a node: now
     return loc
-
-
-def localise_verdict(loc: Localiser, v: Verdict) -> Localisation:
-    """The components that explain v's node pairs below its floor (failed ones too)."""
-    lp = v.links
-    if isinstance(lp, LinkPerf):
-        names = [str(n) for n in lp.names]
-        at = {n: i for i, n in enumerate(names)}
-        ca, cb, perf = lp.a.astype(np.int64), lp.b.astype(np.int64), lp.perf
-    else:
-        names = sorted({n for ab in lp for n in ab} | {n for ab in v.failed for n in ab})
-        at = {n: i for i, n in enumerate(names)}
-        ca = np.array([at[x] for x, _ in lp], dtype=np.int64)
-        cb = np.array([at[y] for _, y in lp], dtype=np.int64)
-        perf = np.array(list(lp.values()), dtype=float)
-    new = sorted({n for ab in v.failed for n in ab} - set(at))
-    for n in new:
-        at[n] = len(names)
-        names.append(n)
-    fa = np.array([at[x] for x, _ in v.failed], dtype=np.int64)
-    fb = np.array([at[y] for _, y in v.failed], dtype=np.int64)
-    return loc.localise_codes(np.concatenate([ca, fa]), np.concatenate([cb, fb]), names,
-                              np.concatenate([perf, np.full(len(fa), np.nan)]), v.floor)
 
 
 def html_section(verdicts: list[dict], run_dir: Path | None = None) -> str:
