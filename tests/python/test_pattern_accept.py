@@ -31,10 +31,17 @@ def incast_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _accept(run: Path, tmp: Path, body: str) -> tuple[int, str]:
+    """accept's evaluation in this process (the command is tested elsewhere): (1 when a check
+    failed else 0, one line per check as 'criterion ... KiB PAIRS value limit VERDICT')."""
+    from pairbench.analysis.accept import evaluate, load_spec
+    from pairbench.analysis.load import load_run
+
     spec = tmp / "spec.toml"
     spec.write_text('[spec]\nname = "incast"\nlayer = "verbs"\n' + body)
-    proc = cli("accept", str(run), "--spec", str(spec))
-    return proc.returncode, proc.stdout + proc.stderr
+    rows = evaluate(load_run(run), load_spec(spec), {}, run)
+    text = "\n".join(f"{r['criterion']} {r['test']} {r['size']} {r['pairs']} {r['value']} "
+                     f"{r['limit']} {r['verdict'].upper()} {r['detail']}" for r in rows)
+    return int(any(r["verdict"] == "fail" for r in rows)), text
 
 
 def test_incast_share_of_a_known_limit(incast_run: Path, tmp_path: Path) -> None:
@@ -65,6 +72,16 @@ def test_probe_inflation_judged_on_the_probe_rows(incast_run: Path, tmp_path: Pa
 
 
 def test_the_pattern_figure_is_drawn(incast_run: Path, tmp_path: Path) -> None:
-    proc = cli("plot", str(incast_run), "--out", str(tmp_path / "plots"))
-    assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "plots" / "verbs-write_bw-incast-4096-pattern.png").stat().st_size > 0
+    """The figure of the point size, and nothing for a run without pattern points."""
+    from pairbench.present.patternplot import plot_patterns
+    from pairbench.present.plot import _pyplot, _save, load_runs
+
+    written: list[Path] = []
+    runs = load_runs([str(incast_run)], [])
+    plot_patterns(runs, tmp_path, written, lambda f, o, s, w: _save(f, o, s, w, ("png",)),
+                  _pyplot)
+    assert written == [tmp_path / "verbs-write_bw-incast-4096-pattern.png"]
+    assert written[0].stat().st_size > 0
+    label, df, meta = runs[0]
+    plot_patterns([(label, df.assign(pattern=""), meta)], tmp_path, written, _save, _pyplot)
+    assert len(written) == 1
