@@ -6,12 +6,14 @@ the planted components are named in fabric.json, the summary and fabric.html, no
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import HERE, cli
+from conftest import HERE, SCRIPTS, _cli_in_process, cli
 
 sys.path.insert(0, str(HERE.parent / "sim"))
 from fattree import write_fat_tree
@@ -79,7 +81,7 @@ def test_render_with_ecmp_routes_lists_what_they_cannot_tell_apart(
     healthy pair clears only its node cables and leaves, so the uplinks of a leaf (and the
     spines) are alternatives of each other; the node cable is still certain."""
     run = RUN[0]
-    p = cli("fabric", "--render", str(run), "--routing", "ecmp")
+    p = early("fabric", "--render", str(run), "--routing", "ecmp")
     assert p.returncode == 0, p.stderr
     doc = json.loads((run / "fabric.json").read_text())
     assert doc["cables"]["routing"] == "ecmp"
@@ -127,21 +129,27 @@ def test_accept_counts_the_components(tree: tuple[Path, list[str]], tmp_path: Pa
         assert ("FAIL" in line.upper()) == (code == 1), line
 
 
+def early(*args: str) -> subprocess.CompletedProcess:
+    """A fabric command that ends before anything runs, in this process (conftest's
+    in-process runner: a second Python start costs more than the check)."""
+    return _cli_in_process(list(args), {**os.environ, "PYTHONPATH": str(SCRIPTS)}, None)
+
+
 def test_bad_cable_file_or_routing_without_one_is_exit_2(tmp_path: Path) -> None:
     f = tmp_path / "c.csv"
     f.write_text("a,b\nn1,leaf1:1\nn2,n3\n")
-    p = cli("fabric", "--hosts", "n1,n2", "--cables", str(f), "--dry-run")
+    p = early("fabric", "--hosts", "n1,n2", "--cables", str(f), "--dry-run")
     assert p.returncode == 2 and f"{f}: line 3: n2 <-> n3" in p.stderr, p.stderr
-    p = cli("fabric", "--hosts", "n1,n2", "--routing", "ecmp", "--dry-run")
+    p = early("fabric", "--hosts", "n1,n2", "--routing", "ecmp", "--dry-run")
     assert p.returncode == 2 and "--routing needs --cables" in p.stderr, p.stderr
-    p = cli("fabric", "--hosts", "n1,n2", "--plan", "cover:2", "--dry-run")
+    p = early("fabric", "--hosts", "n1,n2", "--plan", "cover:2", "--dry-run")
     assert p.returncode == 2 and "--plan cover:2 needs --cables" in p.stderr, p.stderr
     # forwarding tables that miss a node of the cable file: exit 2 before anything runs
     lft = tmp_path / "lft.txt"
     lft.write_text((HERE / "data" / "fabric" / "ibroute-2level.txt").read_text().replace(
         "0x0008 034 : (Channel Adapter portguid 0x0c42a10300a1b2f0: 'node0004 mlx5_0')\n",
         "", 1))
-    p = cli("fabric", "--hosts", "node0001,node0004", "--cables",
+    p = early("fabric", "--hosts", "node0001,node0004", "--cables",
             str(HERE / "data" / "fabric" / "ibnetdiscover-2level.txt"), "--lft", str(lft),
             "--dry-run")
     assert p.returncode == 2 and "leaf1 has no route to node0004" in p.stderr, p.stderr
