@@ -161,6 +161,7 @@ static inline enum vb_side vb_member_side(const struct vb_params *p, unsigned me
 
 struct vb_worker;
 struct vb_counters;
+struct vb_soak;
 
 /*
  * What one worker of a test runs: the engine's ops and the MR access its data
@@ -412,7 +413,7 @@ struct vb_worker {
 	uint64_t atomic_value;    /* cswap: expected current value */
 	struct vb_slots slots;    /* buffer layout of the current size (vb_buf.c) */
 	struct vb_counters *counters; /* the node leader: port counters around each window; else NULL */
-	struct pb_soak_rec *soak;     /* --soak, a measuring bandwidth worker: its buckets (vb_soak.c); else NULL */
+	struct vb_soak *soak;         /* --soak, a measuring bandwidth worker: its buckets, checks (vb_soak.h); else NULL */
 	char error[256];
 };
 

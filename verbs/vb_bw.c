@@ -27,7 +27,7 @@
 
 /* SOAK: DURATION, and each poll that returned completions adds them to the soak's bucket of
  * the clock value that poll reads anyway (core/pb_soak.h); SIGUSR1 (the stop word) ends it. */
-enum vb_bw_mode { VB_BW_COUNT, VB_BW_DURATION, VB_BW_UNTIL_STOP, VB_BW_SOAK };
+enum vb_bw_mode { VB_BW_COUNT, VB_BW_DURATION, VB_BW_UNTIL_STOP, VB_BW_SOAK, VB_BW_SOAK_CHECK };
 
 /*
  * Retire the requests a send completion stands for: message k (wr_id, 1-based)
@@ -130,11 +130,13 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, const bool slotted, 
 		if (mode == VB_BW_DURATION && ne > 0 && limit == UINT64_MAX &&
 		    pb_clock_now_ns() >= end_by_ns)
 			limit = vb_bw_stop_at(w, scnt, mod);
-		if (mode == VB_BW_SOAK && ne > 0) {
+		if ((mode == VB_BW_SOAK || mode == VB_BW_SOAK_CHECK) && ne > 0) {
 			const uint64_t now = pb_clock_now_ns();
 
-			pb_soak_add(w->soak, now, ccnt - counted);
+			pb_soak_add(&w->soak->rec, now, ccnt - counted);
 			counted = ccnt;
+			if (mode == VB_BW_SOAK_CHECK)  /* --validate-live (read_bw): vb_soak.h */
+				vb_soak_check_upto(w, ccnt, now);
 			if (limit == UINT64_MAX && (now >= end_by_ns || *soak_stop)) {
 				limit = vb_bw_stop_at(w, scnt, mod);
 				*stopped = now < end_by_ns;
@@ -160,8 +162,13 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, const bool slotted, 
 				return rc;
 		}
 	}
-	if (mode == VB_BW_SOAK)
-		pb_soak_add(w->soak, pb_clock_now_ns(), ccnt - counted);
+	if (mode == VB_BW_SOAK || mode == VB_BW_SOAK_CHECK) {
+		const uint64_t now = pb_clock_now_ns();
+
+		pb_soak_add(&w->soak->rec, now, ccnt - counted);
+		if (mode == VB_BW_SOAK_CHECK)
+			vb_soak_check_upto(w, ccnt, now);
+	}
 	*posted = limit;
 	return 0;
 }
@@ -180,6 +187,8 @@ static int vb_bw_run(struct vb_worker *w, enum vb_bw_mode mode, bool slotted, ui
 	case VB_BW_SOAK:
 		return slotted ? vb_bw_loop(w, VB_BW_SOAK, true, 0, end_by_ns, posted, recvd, stopped) :
 				 vb_bw_loop(w, VB_BW_SOAK, false, 0, end_by_ns, posted, recvd, stopped);
+	case VB_BW_SOAK_CHECK:  /* --validate-live needs the slots (--buffers fresh: vb_main.c) */
+		return vb_bw_loop(w, VB_BW_SOAK_CHECK, true, 0, end_by_ns, posted, recvd, stopped);
 	case VB_BW_UNTIL_STOP:
 		break;
 	}
@@ -197,19 +206,22 @@ static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, boo
 	w->stream_no++;
 	memset(w->qp_done, 0, w->nqp * sizeof(*w->qp_done));  /* before the window opens */
 	if (soak)  /* bucket 0 begins at the node's common start: the deadline minus the soak */
-		pb_soak_start(w->soak, t->end_by_ns - (uint64_t)(w->p->soak.soak_s * 1e9));
+		vb_soak_begin(w, t->end_by_ns - (uint64_t)(w->p->soak.soak_s * 1e9));
 	start = pb_clock_now_ns();
 	if (!t)
 		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd, &stopped);
 	else if (w->role->until_probe && !t->hist)  /* count, target: the load lasts as the probe */
 		rc = vb_bw_run(w, VB_BW_UNTIL_STOP, slotted, 0, 0, &posted, &recvd, &stopped);
 	else if (soak)
-		rc = vb_bw_run(w, VB_BW_SOAK, slotted, 0, t->end_by_ns, &posted, &recvd, &stopped);
+		rc = vb_bw_run(w, w->soak->check_every ? VB_BW_SOAK_CHECK : VB_BW_SOAK, slotted, 0,
+			       t->end_by_ns, &posted, &recvd, &stopped);
 	else if (t->end_by_ns)
 		rc = vb_bw_run(w, VB_BW_DURATION, slotted, 0, t->end_by_ns, &posted, &recvd, &stopped);
 	else
 		rc = vb_bw_run(w, VB_BW_COUNT, slotted, n, 0, &posted, &recvd, &stopped);
 	own_end = pb_clock_now_ns();
+	if (rc && soak)
+		vb_soak_abort(w, own_end);
 	if (!rc)
 		rc = vb_stream_signal(w, posted);
 	if (!rc && bidir)
@@ -292,8 +304,21 @@ static int vb_bw_prepare(void *ctx, uint64_t size)
 const struct pb_test_ops vb_bw_client = {
 	.prepare = vb_bw_prepare, .error = vb_error, .warmup = vb_bw_warmup, .timed = vb_bw_timed,
 };
+/* The server's preparation: vb_prepare, and with --validate-live (read_bw) the pattern in
+ * the slots its client reads (vb_soak.h). */
+static int vb_bw_serve_prepare(void *ctx, uint64_t size)
+{
+	struct vb_worker *w = ctx;
+	int rc = vb_prepare(ctx, size);
+
+	if (!rc && w->p->soak.validate_every && w->test->op == VB_OP_READ)
+		vb_soak_fill(w, size);
+	return rc;
+}
+
 const struct pb_test_ops vb_bw_server = {
-	.prepare = vb_prepare, .error = vb_error, .warmup = vb_bw_serve_warmup, .timed = vb_bw_serve,
+	.prepare = vb_bw_serve_prepare, .error = vb_error, .warmup = vb_bw_serve_warmup,
+	.timed = vb_bw_serve,
 };
 const struct pb_test_ops vb_passive_ops = {
 	.prepare = vb_prepare, .error = vb_error, .warmup = vb_passive_warmup, .timed = vb_passive_timed,

@@ -35,7 +35,10 @@ static void vb_opt_item(const struct vb_params *p, unsigned i, char *buf, size_t
 		break;
 	case 4: snprintf(buf, len, "%llu", (unsigned long long)p->c.iterations); break;
 	case 5: snprintf(buf, len, "%llu", (unsigned long long)p->c.warmup); break;
-	case 6: snprintf(buf, len, "%g/%g", p->c.duration_s, p->soak.soak_s); break;
+	case 6:  /* -D, --soak and --validate-live (the server fills the checked slots) */
+		snprintf(buf, len, "%g/%g/%llu", p->c.duration_s, p->soak.soak_s,
+			 (unsigned long long)p->soak.validate_every);
+		break;
 	case 7: snprintf(buf, len, "%llu", (unsigned long long)p->c.pairs); break;  /* --pattern: the slots R */
 	case 8: snprintf(buf, len, "%llu", (unsigned long long)p->tx_depth); break;
 	case 9: snprintf(buf, len, "%llu", (unsigned long long)p->cq_mod); break;

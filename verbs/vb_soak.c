@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * --soak in pairbench-verbs: a measuring bandwidth worker's recorder (core/pb_soak.h), its
- * series file per point and its analysis after the stream.  The stream itself (vb_bw.c)
- * adds each poll's completions at the clock value it reads there.
+ * series file per point and its analysis after the stream, and --validate-live of read_bw
+ * (vb_soak.h).  The stream itself (vb_bw.c) adds each poll's completions at the clock value
+ * it reads there.
  */
 #include "vb_soak.h"
 
-#include "pb_soak.h"
+#include "pb_log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,7 +24,13 @@ int vb_soak_create(struct vb_worker *w)
 	w->soak = calloc(1, sizeof(*w->soak));
 	if (!w->soak)
 		return -ENOMEM;
-	w->soak->fd = -1;
+	w->soak->rec.fd = -1;
+	w->soak->check_every = p->soak.validate_every;
+	w->soak->fault_s = -1;
+	if (w->soak->check_every &&
+	    pb_soak_fault(getenv("PAIRBENCH_SOAK_FAULT"), w->link, &w->soak->fault_s))
+		pb_log_warn("PAIRBENCH_SOAK_FAULT=%s: expected flip:PAIR:SECONDS; ignored",
+			    getenv("PAIRBENCH_SOAK_FAULT"));
 	return 0;
 }
 
@@ -31,7 +38,7 @@ void vb_soak_destroy(struct vb_worker *w)
 {
 	if (!w->soak)
 		return;
-	pb_soak_close(w->soak);
+	pb_soak_close(&w->soak->rec);
 	free(w->soak);
 	w->soak = NULL;
 }
@@ -47,7 +54,7 @@ int vb_soak_open(struct vb_worker *w, uint64_t size)
 
 	if (!w->soak)
 		return 0;
-	pb_soak_close(w->soak);
+	pb_soak_close(&w->soak->rec);
 	pb_soak_text(h.layer, sizeof(h.layer), "verbs");
 	pb_soak_text(h.test, sizeof(h.test), p->test_desc->info.name);
 	pb_soak_text(h.pattern, sizeof(h.pattern), pattern);
@@ -57,16 +64,72 @@ int vb_soak_open(struct vb_worker *w, uint64_t size)
 		snprintf(w->error, sizeof(w->error), "--series %s: the file name is too long", p->soak.series);
 		return -ENAMETOOLONG;
 	}
-	return pb_soak_open(w->soak, p->soak.series ? path : NULL, &p->soak, &h, w->error,
+	return pb_soak_open(&w->soak->rec, p->soak.series ? path : NULL, &p->soak, &h, w->error,
 			    sizeof(w->error));
+}
+
+void vb_soak_begin(struct vb_worker *w, uint64_t start_ns)
+{
+	struct vb_soak *s = w->soak;
+
+	pb_soak_start(&s->rec, start_ns);
+	s->start_ns = start_ns;
+	s->next_check = 0;
+	s->checked = s->corrupt = s->first_corrupt_ns = 0;
+	s->fault_ns = s->fault_s >= 0 ? start_ns + (uint64_t)(s->fault_s * 1e9) + 1 : 0;
+}
+
+void vb_soak_check_one(struct vb_worker *w, uint64_t msg, uint64_t now_ns)
+{
+	struct vb_soak *s = w->soak;
+	uint8_t *slot = (uint8_t *)w->slots.lbase + (msg % w->slots.n) * w->slots.stride;
+	size_t bad;
+
+	if (s->fault_ns && now_ns >= s->fault_ns) {
+		slot[w->size / 2] ^= 0x5a;  /* the fault hook (pb_soak_fault): the next read restores it */
+		s->fault_ns = 0;
+	}
+	bad = pb_soak_pattern_check(slot, (size_t)w->size, w->link, msg % w->slots.n);
+	s->checked++;
+	if (bad && !s->corrupt++)
+		s->first_corrupt_ns = now_ns - s->start_ns;
+	pb_soak_check_add(&s->rec, now_ns, 1, bad ? 1 : 0);
+}
+
+void vb_soak_abort(struct vb_worker *w, uint64_t end_ns)
+{
+	struct pb_soak_summary sum;
+	char err[256];
+
+	if (pb_soak_finish(&w->soak->rec, end_ns, true, &sum, err, sizeof(err)))
+		pb_log_warn("pair %u: %s", w->pair, err);
+}
+
+void vb_soak_fill(struct vb_worker *w, uint64_t size)
+{
+	for (uint32_t i = 0; i < w->slots.n; i++)
+		pb_soak_pattern_fill(w->buf + (uint64_t)i * w->slots.stride, (size_t)size, w->link, i);
 }
 
 int vb_soak_finish(struct vb_worker *w, struct pb_timed *t, bool partial)
 {
-	int rc = pb_soak_finish(w->soak, t->end_ns, partial, &t->soak, t->error, sizeof(t->error));
+	struct vb_soak *s = w->soak;
+	int rc = pb_soak_finish(&s->rec, t->end_ns, partial, &t->soak, t->error, sizeof(t->error));
 
 	/* The stream's unit of counting: one signalled completion retires every qp_sig-th
 	 * request of its QP (--cq-mod), the coarse-bucket flag's measure of a "window". */
 	t->soak.window_msgs = w->qp_sig ? w->qp_sig : w->p->cq_mod;
+	t->soak.checked = s->checked;
+	t->soak.corrupt = s->corrupt;
+	if (!rc && s->corrupt) {
+		/* Said loudly: the pair's row is an error naming when (the series says which buckets). */
+		snprintf(t->error, sizeof(t->error),
+			 "DATA CORRUPTED under load (--validate-live): %llu of %llu checked messages wrong, the first %.3f s after the common start (bucket %llu)",
+			 (unsigned long long)s->corrupt, (unsigned long long)s->checked,
+			 (double)s->first_corrupt_ns / 1e9,
+			 (unsigned long long)(s->first_corrupt_ns / s->rec.bucket_ns));
+		pb_log_error("pair %u: %s", w->pair, t->error);
+		rc = -EIO;
+	}
 	return rc;
 }

@@ -1,0 +1,225 @@
+"""The rig's soak checks (tests/verbs/vb-soak.sh; results/soak-rig-2026-11-28), stdlib only (the
+emulated VM starts the venv's Python slowly). The same rules as core/pb_soak.c and
+scripts/pairbench/analysis/soak.py: the median bucket (nearest rank), stalls = runs strictly
+below FRACTION x median.
+
+usage:
+  soak_check.py stop DIR LAUNCHER MEMBER AT FOR   SIGSTOP worker MEMBER (the launcher's
+        MEMBER-th worker child by pid, the counters sampler pbv-counters left out) AT s after
+        the soak's start (pair 0's series header) for FOR s; DIR/event.txt: 'stop T0 T1 cont T2 T3'
+  soak_check.py flap DIR AT FOR   the device's netdev (the counters series' header) down AT s
+        after the soak's start for FOR s; DIR/event.txt: 'down T0 T1 up T2 T3'
+        (wall-clock s before and after each action)
+  soak_check.py check-stop DIR FRACTION PAIR   flow PAIR has a stall that begins within a bucket
+        of the stop and lasts as long within two buckets; no other flow stalls with it; rows ok
+  soak_check.py check-flap DIR   rows are errors (a completion error), each flow's series ends
+        within a bucket of the link's down (or up to 1 s after the command returned), and
+        link_downed moved in the counters' interval of the down
+  soak_check.py check-corrupt DIR PAIR   pair PAIR's row is the corruption error, the others ok,
+        its series counts a corrupt check
+Exit 0 when the check holds, 1 otherwise, saying what was seen."""
+
+from __future__ import annotations
+
+import csv
+import glob
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HEADER = 512
+
+
+def series(path: str) -> tuple[float, float, list[tuple[int, int, int]]]:
+    """start (wall clock s), bucket (s), (messages, checked, corrupt) per bucket."""
+    b = Path(path).read_bytes()
+    h = struct.unpack_from("=8s8I5Qqd", b)
+    n = (len(b) - HEADER) // 16
+    return h[14] / 1e9, h[10] / 1e9, [struct.unpack_from("=QII", b, HEADER + 16 * i)
+                                      for i in range(n)]
+
+
+def stalls(msgs: list[int], fraction: float) -> list[tuple[int, int]]:
+    s = sorted(msgs)
+    p50 = s[max(1, (50000 * len(s) + 99999) // 100000) - 1]
+    out, start = [], None
+    for i, m in enumerate([*msgs, None]):
+        low = m is not None and m < fraction * p50
+        if low and start is None:
+            start = i
+        elif not low and start is not None:
+            out.append((start, i - start))
+            start = None
+    return out
+
+
+def soak_start(d: str) -> float:
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        for path in glob.glob(f"{d}/s-*B-pair0.pbsoak"):
+            b = Path(path).read_bytes()[:HEADER]
+            if len(b) >= 88 and struct.unpack_from("=q", b, 80)[0]:
+                return struct.unpack_from("=q", b, 80)[0] / 1e9
+        time.sleep(0.02)
+    return 0.0
+
+
+def rows(d: str) -> list[dict]:
+    with open(f"{d}/rows.csv", newline="") as f:
+        return [r for r in csv.DictReader(f) if r["pair_id"] != "all"]
+
+
+def stop(d: str, launcher: int, member: int, at_s: float, for_s: float) -> int:
+    start = soak_start(d)
+    kids = []
+    for st in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            text = Path(st).read_text()
+        except OSError:
+            continue
+        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:]
+        if int(rest.split()[1]) == launcher and comm != "pbv-counters":
+            kids.append(int(st.split("/")[2]))
+    kids.sort()
+    if not start or len(kids) <= member:
+        print(f"soak_check: FAIL: no soak start ({start}) or no worker {member} in {kids}")
+        return 1
+    time.sleep(max(0.0, start + at_s - time.time()))
+    t0 = time.time()
+    os.kill(kids[member], signal.SIGSTOP)
+    t1 = time.time()
+    time.sleep(max(0.0, t0 + for_s - time.time()))
+    t2 = time.time()
+    os.kill(kids[member], signal.SIGCONT)
+    t3 = time.time()
+    Path(f"{d}/event.txt").write_text(f"stop {t0:.6f} {t1:.6f} cont {t2:.6f} {t3:.6f}\n")
+    print(f"soak_check: worker {member} (pid {kids[member]}) stopped {t0 - start:.2f} s "
+          f"after the soak's start for {t2 - t0:.2f} s")
+    return 0
+
+
+def flap(d: str, at_s: float, for_s: float) -> int:
+    start = soak_start(d)
+    netdev = ""
+    for path in glob.glob(f"{d}/c-*.pbcnt.csv"):
+        for w in Path(path).read_text().split("\n", 2)[1].split():
+            if w.startswith("netdev:"):
+                netdev = w.split("=", 1)[1]
+    if not start or not netdev:
+        print(f"soak_check: FAIL: no soak start ({start}) or netdev ({netdev!r}) within 120 s")
+        return 1
+    time.sleep(max(0.0, start + at_s - time.time()))
+    t0 = time.time()
+    subprocess.run(["ip", "link", "set", netdev, "down"], check=True, timeout=30)
+    t1 = time.time()
+    time.sleep(max(0.0, t0 + for_s - time.time()))
+    t2 = time.time()
+    subprocess.run(["ip", "link", "set", netdev, "up"], check=True, timeout=30)
+    t3 = time.time()
+    Path(f"{d}/event.txt").write_text(f"down {t0:.6f} {t1:.6f} up {t2:.6f} {t3:.6f}\n")
+    print(f"soak_check: {netdev} down {t0 - start:.2f}-{t1 - start:.2f} s, up "
+          f"{t2 - start:.2f}-{t3 - start:.2f} s after the soak's start")
+    return 0
+
+
+def check_stop(d: str, fraction: float, pair: int) -> int:
+    w = Path(f"{d}/event.txt").read_text().split()
+    t0, t2 = float(w[1]), float(w[4])
+    ok, hit_span = True, None
+    found: dict[int, list[tuple[int, int]]] = {}
+    for path in sorted(glob.glob(f"{d}/s-*B-pair*.pbsoak")):
+        p = int(path.rsplit("pair", 1)[1].split(".")[0])
+        start, b, buckets = series(path)
+        st = stalls([m for m, _, _ in buckets], fraction)
+        found[p] = st
+        lo, length = t0 - start, t2 - t0
+        print(f"soak_check: pair {p}: {len(buckets)} buckets of {b:g} s; stopped at {lo:.2f} s "
+              f"for {length:.2f} s; stalls: "
+              + (", ".join(f"{a * b:.1f} s for {n * b:.1f} s" for a, n in st) or "none"))
+        if p == pair:
+            hit = [(a, n) for a, n in st if abs(a * b - lo) <= b + 1e-9
+                   and abs(n * b - length) <= 2 * b + 1e-9]
+            if not hit:
+                print("soak_check: FAIL: the stopped flow has no stall at the stop")
+                ok = False
+            else:
+                hit_span = (hit[0][0] * b, (hit[0][0] + hit[0][1]) * b)
+    for p, st in found.items():
+        if p != pair and hit_span:
+            b = series(glob.glob(f"{d}/s-*B-pair{p}.pbsoak")[0])[1]
+            if any(a * b < hit_span[1] and (a + n) * b > hit_span[0] for a, n in st):
+                print(f"soak_check: FAIL: pair {p} stalled with the stopped flow")
+                ok = False
+    for r in rows(d):
+        if r["status"] != "ok":
+            print(f"soak_check: FAIL: pair {r['pair_id']}: {r['error']}")
+            ok = False
+    return 0 if ok else 1
+
+
+def check_flap(d: str) -> int:
+    w = Path(f"{d}/event.txt").read_text().split()
+    t0, t1 = float(w[1]), float(w[2])
+    ok = True
+    for r in rows(d):
+        if r["status"] != "error" or "completion error" not in r["error"]:
+            print(f"soak_check: FAIL: pair {r['pair_id']} row {r['status']}: {r['error']}")
+            ok = False
+    for path in sorted(glob.glob(f"{d}/s-*B-pair*.pbsoak")):
+        start, b, buckets = series(path)
+        last = max((i for i, (m, _, _) in enumerate(buckets) if m), default=-1)
+        end = (last + 1) * b
+        print(f"soak_check: {Path(path).name}: traffic until {end:.2f} s; the link went down "
+              f"between {t0 - start:.2f} and {t1 - start:.2f} s")
+        if not t0 - start - b <= end <= t1 - start + 1.0:
+            print("soak_check: FAIL: the flow did not stop at the link's down")
+            ok = False
+    for path in glob.glob(f"{d}/c-*.pbcnt.csv"):
+        lines = Path(path).read_text().splitlines()[2:]
+        hdr, vals = lines[0].split(","), [ln.split(",") for ln in lines[1:]]
+        col = next(i for i, h in enumerate(hdr) if h.endswith("/hw_counters/link_downed"))
+        t = [int(v[1]) / 1e9 for v in vals]
+        moved = [t[k] for k in range(1, len(vals)) if vals[k][col] != vals[k - 1][col]]
+        step = (t[-1] - t[0]) / max(1, len(t) - 1)
+        print(f"soak_check: link_downed moved in intervals ending at "
+              f"{[round(x - t0, 2) for x in moved]} s after the down command")
+        if not any(t0 <= x <= t1 + 2 * step for x in moved):
+            print("soak_check: FAIL: link_downed did not move with the down")
+            ok = False
+    return 0 if ok else 1
+
+
+def check_corrupt(d: str, pair: int) -> int:
+    ok = True
+    for r in rows(d):
+        bad = int(r["pair_id"]) == pair
+        if bad and (r["status"] != "error" or "DATA CORRUPTED" not in r["error"]):
+            print(f"soak_check: FAIL: pair {pair}'s row does not say the corruption: {r['error']}")
+            ok = False
+        if not bad and r["status"] != "ok":
+            print(f"soak_check: FAIL: pair {r['pair_id']}: {r['error']}")
+            ok = False
+    for path in sorted(glob.glob(f"{d}/s-*B-pair*.pbsoak")):
+        p = int(path.rsplit("pair", 1)[1].split(".")[0])
+        buckets = series(path)[2]
+        checked = sum(c for _, c, _ in buckets)
+        corrupt = [(i, x) for i, (_, _, x) in enumerate(buckets) if x]
+        print(f"soak_check: pair {p}: {checked} checked, corrupt (bucket, n): {corrupt}")
+        if not checked or bool(corrupt) != (p == pair):
+            print("soak_check: FAIL: checks or corruptions not where they should be")
+            ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    a = sys.argv
+    cmds = {"stop": lambda: stop(a[2], int(a[3]), int(a[4]), float(a[5]), float(a[6])),
+            "flap": lambda: flap(a[2], float(a[3]), float(a[4])),
+            "check-stop": lambda: check_stop(a[2], float(a[3]), int(a[4])),
+            "check-flap": lambda: check_flap(a[2]),
+            "check-corrupt": lambda: check_corrupt(a[2], int(a[3]))}
+    sys.exit(cmds[a[1]]())
