@@ -199,6 +199,7 @@ pid_t vb_cntseries_start(const struct vb_cntseries_cfg *cfg)
 	vb_child_restore_mask();
 	vb_signals_install();
 	signal(SIGUSR1, SIG_IGN);  /* a soak's early stop is for the workers */
+	prctl(PR_SET_NAME, "pbv-counters", 0, 0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent)
 		_exit(0);
