@@ -94,25 +94,39 @@ def test_render_with_ecmp_routes_lists_what_they_cannot_tell_apart(
     assert "the routes cannot tell them apart" in p.stderr
 
 
-def test_a_cover_plan_runs_a_few_rounds_and_names_the_same_three(
+def test_a_cover_plan_and_its_confirmation_name_the_same_three(
         tree: tuple[Path, list[str]], tmp_path: Path) -> None:
-    """--plan cover:3: only the rounds that cross every cable 3 times run (one job per run
-    of consecutive rounds, --pattern scan:F-L), and their node pairs name the same three
-    components; no round outside the plan has a row."""
+    """--plan cover:1 --confirm 1: one round of 63 runs (its node pairs cross every cable
+    once: each named cable has alternatives its routes cannot tell apart, see
+    test_localise); the confirmation rounds then measure the suspects and the node pairs
+    that tell the alternatives apart, and with them the same three components are named,
+    with no alternative left. No round outside the plan has a row."""
     tmp, hosts = tree
-    run, err = scan(tmp_path, hosts, tmp / "tree.csv", "--plan", "cover:3")
+    run, err = scan(tmp_path, hosts, tmp / "tree.csv", "--plan", "cover:1", "--confirm", "1")
     meta = json.loads((run / "metadata.json").read_text())
     plan = meta["analysis"]["plan"]
     assert plan["kind"] == "cover" and plan["full_rounds"] == 63 and plan["uncovered"] == []
     rounds = meta["config"]["rounds"]
-    assert len(rounds) == plan["rounds"] < 63 and plan["pairs"] == 32 * len(rounds)
-    assert f"cover plan: {len(rounds)} of the full scan's 63 rounds" in err
+    assert len(rounds) == plan["rounds"] == 1 and plan["pairs"] == 32
+    assert "cover plan: 1 of the full scan's 63 rounds (32 of 2,016 node pairs)" in err
     ran = {r for p in meta["scan"]["jobs"]["r1-bw"]["parts"] for a, b in p["complete"]
            for r in range(a, b + 1)}
     assert ran == set(rounds) and meta["status"] == "complete"
     loc = json.loads((run / "fabric.json").read_text())["verdicts"][0]["localisation"]
-    assert loc["pairs"] == plan["pairs"] and loc["unexplained"] == 0
+    assert loc["pairs"] > 32 and loc["unexplained"] == 0  # the scan's and the confirmation's
     assert sorted(c["component"] for c in loc["components"]) == sorted(FAULTS)
+    assert all(c["alternatives"] == [] for c in loc["components"])
+    # the scan's pairs alone left alternatives; the pairs that tell them apart were measured
+    from pairbench.analysis.localise import localise_verdict, tell_apart_pairs
+    from pairbench.analysis.outliers import iter_analysed
+    from pairbench.analysis.scanlinks import read_scan
+    from pairbench.present import fabricloc
+
+    ((_, _, v),) = list(iter_analysed(read_scan(run), 0.10, 3.5))
+    tell = tell_apart_pairs(localise_verdict(fabricloc.load(str(tmp / "tree.csv")), v))
+    assert tell
+    confirmed = {frozenset(p) for p in meta["confirm"]["tests"]["bw"]["pairs"]}
+    assert {frozenset(p) for p in tell} <= confirmed
 
 
 def test_accept_counts_the_components(tree: tuple[Path, list[str]], tmp_path: Path) -> None:

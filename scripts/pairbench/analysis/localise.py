@@ -289,8 +289,12 @@ def greedy_cover(sets: list[tuple[int, ...]]) -> list[int]:
     return sorted(out)
 
 
-def localise_verdict(loc: Localiser, v: Verdict) -> Localisation:
-    """The components that explain v's node pairs below its floor (failed ones too)."""
+def localise_verdict(loc: Localiser, v: Verdict,
+                     extra: tuple[list[str], list[str], np.ndarray] | None = None
+                     ) -> Localisation:
+    """The components that explain v's node pairs below its floor (failed ones too);
+    extra: more node pairs (a, b, perf against v's reference) the scan did not measure,
+    e.g. the confirmation rounds' re-measurements of pairs that tell alternatives apart."""
     lp = v.links
     if isinstance(lp, LinkPerf):
         names = [str(n) for n in lp.names]
@@ -302,11 +306,25 @@ def localise_verdict(loc: Localiser, v: Verdict) -> Localisation:
         ca = np.array([at[x] for x, _ in lp], dtype=np.int64)
         cb = np.array([at[y] for _, y in lp], dtype=np.int64)
         perf = np.array(list(lp.values()), dtype=float)
-    new = sorted({n for ab in v.failed for n in ab} - set(at))
+    ea, eb, ep = extra if extra is not None else ([], [], np.array([]))
+    new = sorted(({n for ab in v.failed for n in ab} | set(ea) | set(eb)) - set(at))
     for n in new:
         at[n] = len(names)
         names.append(n)
-    fa = np.array([at[x] for x, _ in v.failed], dtype=np.int64)
-    fb = np.array([at[y] for _, y in v.failed], dtype=np.int64)
+    fa = np.array([at[x] for x, _ in v.failed] + [at[x] for x in ea], dtype=np.int64)
+    fb = np.array([at[y] for _, y in v.failed] + [at[y] for y in eb], dtype=np.int64)
+    fp = np.concatenate([np.full(len(v.failed), np.nan), np.asarray(ep, dtype=float)])
     return loc.localise_codes(np.concatenate([ca, fa]), np.concatenate([cb, fb]), names,
-                              np.concatenate([perf, np.full(len(fa), np.nan)]), v.floor)
+                              np.concatenate([perf, fp]), v.floor)
+
+
+def tell_apart_pairs(loc: Localisation) -> list[tuple[str, str]]:
+    """The node pairs that would tell each named component from its alternatives."""
+    out: list[tuple[str, str]] = []
+    for f in loc.found:
+        for alt in f.alternatives:
+            for a, b in alt.get("tell_apart") or []:
+                ab = (min(a, b), max(a, b))
+                if ab not in out:
+                    out.append(ab)
+    return out

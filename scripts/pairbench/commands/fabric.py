@@ -262,7 +262,7 @@ def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
         if new_dir is None:
             return 0
         run_dir, tol, z = new_dir, ns.tolerance, ns.z
-    lk, pairs = suspects_to_confirm(run_dir, tol, z)
+    lk, pairs = suspects_to_confirm(run_dir, tol, z, cables if ns.confirm > 0 else None)
     if ns.confirm > 0 and any(pairs.values()):
         confirm_scan(run_dir, pairs, ns.confirm, signals)
     summary = write_outputs(run_dir, tol, z, lk, topo, cables)

@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from pairbench.analysis.localise import Localiser, localise_verdict
+from pairbench.analysis.outliers import LinkPerf, Verdict
 from pairbench.analysis.routes import Routing
 from pairbench.errors import UsageError
 from pairbench.io import fabrictopo, lftdump
@@ -79,3 +81,58 @@ def _drawing(run_dir: Path | None, named: set[str], alts: set[str]) -> str:
             "its node count), every inter-switch cable a line: red the components named, "
             "dashed orange what they cannot be told apart from, red names the nodes whose "
             "cable was named. Hover for names.</p>" + fabrictree.tree_svg(r, named, alts))
+
+
+def with_tell_apart(pairs: dict[str, list[tuple[str, str]]],
+                    extra: dict[str, list[tuple[str, str]]],
+                    most: int) -> dict[str, list[tuple[str, str]]]:
+    """The confirmation rounds' node pairs per test: the suspects' (pairs), then the pairs
+    that tell named components from their alternatives (extra), at most `most` in all."""
+    out = {}
+    for t in sorted(set(pairs) | set(extra)):
+        have = list(pairs.get(t, []))
+        seen = {frozenset(ab) for ab in have}
+        for ab in extra.get(t, []):
+            if len(have) >= most:
+                break
+            if frozenset(ab) not in seen:
+                have.append(ab)
+                seen.add(frozenset(ab))
+        out[t] = have
+    return out
+
+
+def confirm_links(run_dir: Path) -> pd.DataFrame | None:
+    """The links the confirmation rounds measured (raw/confirm-*.csv), or None."""
+    from pairbench.analysis.scanlinks import read_links
+
+    confs = [read_links(c) for c in sorted((run_dir / "raw").glob("confirm-*.csv"))]
+    confs = [c for c in confs if len(c)]
+    return pd.concat(confs, ignore_index=True) if confs else None
+
+
+def extra_pairs(clk: pd.DataFrame | None, key: dict, v: Verdict
+                ) -> tuple[list[str], list[str], np.ndarray] | None:
+    """The node pairs of key's (test, variant, size) the confirmation rounds measured and
+    the scan did not: (node_a, node_b, perf against v's reference, median over repeats)."""
+    if clk is None:
+        return None
+    sel = clk[(clk["test"].astype(str) == key["test"])
+              & (clk["variant"].astype(str) == key["variant"])
+              & (clk["msg_size_bytes"] == key["msg_size_bytes"])
+              & (clk["status"].astype(str) == "ok")]
+    if sel.empty:
+        return None
+    a, b = sel["node_a"].astype(str).to_numpy(), sel["node_b"].astype(str).to_numpy()
+    med = pd.Series(sel["value"].to_numpy(dtype=float)).groupby([a, b]).median()
+    scan = v.links
+    keys = [(x, y) for x, y in med.index]
+    known = (scan.get_many(keys) if isinstance(scan, LinkPerf)
+             else np.array([scan.get(k, np.nan) for k in keys]))
+    failed = {frozenset(ab) for ab in v.failed}
+    keep = np.isnan(known) & np.array([frozenset(k) not in failed for k in keys], dtype=bool)
+    vals = med.to_numpy()[keep]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        perf = vals / v.ref if v.higher_is_better else v.ref / vals
+    kept = [k for k, m in zip(keys, keep, strict=True) if m]
+    return [x for x, _ in kept], [y for _, y in kept], perf
