@@ -48,7 +48,8 @@ int vb_soak_open(struct vb_worker *w, uint64_t size)
 	const struct vb_params *p = w->p;
 	const char *pattern = p->pattern ? p->pat_label : p->scan ? p->scan_label : NULL;
 	const char *peer = p->scan ? p->peer_name : p->pattern ? p->pat[w->member].peer_name : w->peer;
-	struct pb_soak_header h = { .pair_id = w->pair, .pairs = p->pattern ? p->pat_clients : p->pairs,
+	/* --pattern: the flow id (unique over the nodes: their files may share a folder) */
+	struct pb_soak_header h = { .pair_id = w->link, .pairs = p->pattern ? p->pat_clients : p->pairs,
 				    .msg_size_bytes = size, .bidir = p->bidir };
 	char path[4096];
 
@@ -60,7 +61,7 @@ int vb_soak_open(struct vb_worker *w, uint64_t size)
 	pb_soak_text(h.pattern, sizeof(h.pattern), pattern);
 	pb_soak_text(h.host, sizeof(h.host), w->host);
 	pb_soak_text(h.peer, sizeof(h.peer), peer);
-	if (p->soak.series && pb_soak_path(p->soak.series, size, pattern, w->pair, path, sizeof(path))) {
+	if (p->soak.series && pb_soak_path(p->soak.series, size, pattern, w->link, path, sizeof(path))) {
 		snprintf(w->error, sizeof(w->error), "--series %s: the file name is too long", p->soak.series);
 		return -ENAMETOOLONG;
 	}

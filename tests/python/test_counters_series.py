@@ -147,3 +147,11 @@ def test_sweep_passes_the_counters_series_to_verbs_soaks_only(tmp_path: Path) ->
     assert verbs[i + 1] == verbs[verbs.index("--series") + 1] == f"{tmp_path}/soak/r1-write_bw-p2"
     assert "--counters-series" not in argv("verbs", "write_bw", None)
     assert "--counters-series" not in argv("mpi", "bw", 2.0)
+    # a --pattern point: every node writes its series and counters into the run's soak folder
+    cfg = SweepConfig(layer="verbs", tests=("write_bw",), sizes=(4096,), pairs=(2,),
+                      binary="pairbench-verbs", run_dir=str(tmp_path), launcher="mpirun",
+                      hosts=("h0", "h1", "h2"), launcher_cmd="/bin/true", pattern="incast",
+                      soak_s=2.0)
+    words = [w for side in plan_point(cfg, 0, "write_bw", 2, 1).sides for w in side.argv]
+    assert words[words.index("--series") + 1] == f"{tmp_path}/soak/r1-write_bw-p2"
+    assert words[words.index("--counters-series") + 1] == f"{tmp_path}/soak/r1-write_bw-p2"

@@ -129,8 +129,9 @@ def plan_pattern_point(cfg: SweepConfig, index: int, test: str, pairs: int, rep:
     sub = replace(cfg, hosts=cfg.hosts[:pairs + 1])
     launcher = launchers.get(sub)
     hostfile = f"{raw}.hosts"
+    series = f"{cfg.run_dir}/{SOAK_DIR}/{name}" if cfg.soak_s else None  # every node's files
     exe = [cfg.binary, *exe_options(cfg, test, pairs, f"{cfg.run_dir}/{raw}.%r.csv",
-                                      f"{cfg.run_dir}/{raw}.%r.env.json", qps),
+                                      f"{cfg.run_dir}/{raw}.%r.env.json", qps, series),
            "--pattern", str(cfg.pattern), "--pattern-hosts", f"{cfg.run_dir}/{hostfile}"]
     argv, env = launcher.rank_job(exe, f"{cfg.run_dir}/{hostfile}")
     return Point(index=index, name=name, layer=cfg.layer, test=test, pairs=pairs, repetition=rep,
