@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -272,65 +273,178 @@ def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
     missing = set(FAST_COLUMNS) - set(head)
     if missing:
         raise _NotDerivable(f"no column {sorted(missing)}")
-    num = ("bw_gbit_s", "lat_us_p50")
-    parts = []
     if path.suffix == ".parquet":
         # the node rows' row groups only (scanparquet keeps the pair rows apart): one row
         # per node pair, when they name their peers
         try:
-            for ch in read_chunks(path, FAST_COLUMNS, num, only_groups=True):
-                parts.append(_scan_chunk(ch, at, k, named=True))
+            return _read_parquet_links(path, hosts, at)
         except _PeerMissing:
-            parts = []
-    if not parts:
-        for ch in read_chunks(path, FAST_COLUMNS, num, chunksize):
-            parts.append(_scan_chunk(ch, at, k))
+            pass
+    num = ("bw_gbit_s", "lat_us_p50")
+    parts = [_scan_chunk(ch, at, k) for ch in read_chunks(path, FAST_COLUMNS, num,
+                                                           chunksize)]
     if not parts or not sum(map(len, parts)):
         return pd.DataFrame(columns=LINK_COLUMNS)
     d = _concat(parts)
     parts.clear()  # the chunks' rows, now in d
+    return _links_out({c: d.pop(c).array for c in CODED}, d.pop("hpos").to_numpy(),
+                      d.pop("ppos").to_numpy(), d.pop("value").to_numpy(),
+                      d.pop("has_bw").to_numpy(), hosts)
+
+
+CODED = ("layer", "test", "variant", "msg_size_bytes", "status", "error")
+
+
+class _Codes:
+    """One categorical column filled chunk by chunk into a preallocated array of codes
+    (int8, widened only when the column has more values): each chunk's own categories
+    mapped onto the column's, so no text per row is ever made."""
+
+    def __init__(self, n: int) -> None:
+        self.codes = np.zeros(n, dtype=np.int8)
+        self.at: dict = {}
+
+    def put(self, lo: int, cat: pd.Categorical) -> None:
+        m = np.array([self.at.setdefault(v, len(self.at)) for v in cat.categories],
+                     dtype=np.int64)
+        if len(self.at) > np.iinfo(self.codes.dtype).max:
+            self.codes = self.codes.astype(np.int32)
+        self.codes[lo:lo + len(cat)] = m[cat.codes] if len(m) else 0
+
+    def cat(self, n: int) -> pd.Categorical:
+        return pd.Categorical.from_codes(self.codes[:n], categories=list(self.at))
+
+
+def _arrow_cat(col: Any) -> pd.Categorical:
+    """A pyarrow column (read as a dictionary, or a number) as a pandas categorical of its
+    text ('' for a missing cell), without a Python string per row: the dictionary's
+    values are the categories, its indices the codes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(col.type) and (col.num_chunks != 1 or col.null_count):
+        col = col.cast(col.type.value_type)
+    if not pa.types.is_dictionary(col.type):
+        if col.null_count and pa.types.is_string(col.type):
+            col = pc.fill_null(col, "")
+        col = col.combine_chunks().dictionary_encode()
+    else:
+        col = col.chunk(0)
+    values = col.dictionary
+    if not pa.types.is_string(values.type):  # numbers: their text as the CSV's ("8")
+        values = pc.fill_null(pc.cast(values, pa.string()), "")
+    idx = col.indices
+    cats = values.to_pylist()
+    if idx.null_count:  # a missing number: the '' category
+        if "" not in cats:
+            cats.append("")
+        idx = pc.fill_null(idx, cats.index(""))
+    return pd.Categorical.from_codes(idx.to_numpy(zero_copy_only=False),
+                                     categories=pd.Index(cats, dtype=object))
+
+
+def _read_parquet_links(path: Path, hosts: Sequence[str], at: dict[str, int]) -> pd.DataFrame:
+    """_read_scan_links() of a data.parquet whose node rows name their peers: the node row
+    groups read with their text columns as dictionaries (pyarrow read_dictionary), each
+    group's links written into arrays allocated once for every row of those groups (no
+    per-group frames kept and concatenated: the peak is the links plus one group).
+    _PeerMissing when a node row does not name its peer."""
+    import pyarrow.parquet as pq
+
+    from pairbench.runner.scanparquet import node_groups, open_rows, parquet_files, read_group
+
+    text = [c for c in FAST_COLUMNS if c not in ("bw_gbit_s", "lat_us_p50")]
+    files = []
+    for p in parquet_files(path):
+        open_rows(p)  # a file that is not readable: UsageError naming it
+        f = pq.ParquetFile(p, read_dictionary=text)
+        groups = node_groups(f)
+        files.append((p, f, groups))
+    n = sum(f.metadata.row_group(i).num_rows for _, f, gs in files for i in gs)
+    k = len(hosts)
+    pos = np.int16 if k < 2**15 else np.int32
+    hpos, ppos = np.zeros(n, dtype=pos), np.zeros(n, dtype=pos)
+    value, has_bw = np.zeros(n, dtype=float), np.zeros(n, dtype=bool)
+    codes = {c: _Codes(n) for c in CODED}
+    lo = 0
+    for p, f, groups in files:
+        for i in groups:
+            t = read_group(f, p, i, FAST_COLUMNS)
+            ch = pd.DataFrame({c: (_arrow_cat(t.column(c)) if c in text
+                                   else t.column(c).to_numpy()) for c in FAST_COLUMNS})
+            del t
+            sub = _scan_chunk(ch, at, k, named=True)
+            del ch
+            m = len(sub)
+            hpos[lo:lo + m], ppos[lo:lo + m] = sub["hpos"], sub["ppos"]
+            value[lo:lo + m], has_bw[lo:lo + m] = sub["value"], sub["has_bw"]
+            for c in CODED:
+                codes[c].put(lo, sub[c].array)
+            lo += m
+    if not lo:
+        return pd.DataFrame(columns=LINK_COLUMNS)
+    return _links_out({c: codes.pop(c).cat(lo) for c in CODED}, hpos[:lo], ppos[:lo],
+                      value[:lo], has_bw[:lo], hosts)
+
+
+def _drop_unused(c: pd.Categorical) -> pd.Categorical:
+    """c.remove_unused_categories() by counting codes (not a sort of every row's)."""
+    codes = c.codes
+    used = np.bincount(codes[codes >= 0], minlength=len(c.categories)) > 0
+    if used.all():
+        return c
+    new = np.cumsum(used) - 1
+    out = np.where(codes >= 0, new[np.maximum(codes, 0)], -1).astype(codes.dtype)
+    return pd.Categorical.from_codes(out, categories=c.categories[used])
+
+
+def _links_out(cols: dict, hpos: np.ndarray, ppos: np.ndarray, value: np.ndarray,
+               has: np.ndarray, hosts: Sequence[str]) -> pd.DataFrame:
+    """The links frame (LINK_COLUMNS) of the node rows read: cols the CODED columns as
+    categoricals, hpos/ppos tournament positions, value and whether it is a bandwidth."""
     names = pd.Index(sorted(hosts))
     dtype = np.int16 if len(names) < 2**15 else np.int32
     # position -> code (the index of the name in sorted order)
     to_code = np.argsort(np.argsort(np.array(hosts, dtype=object))).astype(dtype)
-    hc = to_code[d.pop("hpos").to_numpy()]
-    pc = to_code[d.pop("ppos").to_numpy()]
+    hc = to_code[hpos]
+    pc = to_code[ppos]
+    del hpos, ppos
     # bandwidth is the metric of a (layer, test, variant, size) where any row has one: the
     # group's key from the four columns' codes, any() by counting
-    n_keys = int(np.prod([len(d[c].cat.categories) + 1 for c in
+    n_keys = int(np.prod([len(cols[c].categories) + 1 for c in
                           ("layer", "test", "variant", "msg_size_bytes")]))
-    key = np.zeros(len(d), dtype=np.int32 if n_keys < 2**31 else np.int64)
+    key = np.zeros(len(value), dtype=np.int32 if n_keys < 2**31 else np.int64)
     for c in ("layer", "test", "variant", "msg_size_bytes"):
-        cc = d[c].cat
+        cc = cols[c]
         key *= len(cc.categories) + 1
-        key += cc.codes.to_numpy()
+        key += cc.codes
         key += 1
-    has = d.pop("has_bw").to_numpy()
     bw = (np.bincount(key, weights=has) > 0)[key]  # key: < the product of (categories + 1)
     del key
-    value = d.pop("value").to_numpy().copy()  # (pandas may hand out a read-only view)
-    value[(bw & ~has) | (d["status"] != "ok").to_numpy()] = np.nan
+    if not value.flags.writeable:  # (pandas may hand out a read-only view)
+        value = value.copy()
+    status = cols["status"]
+    value[(bw & ~has) | np.asarray(status != "ok")] = np.nan
     del has
 
     def cat(codes: np.ndarray) -> pd.Categorical:
         return pd.Categorical.from_codes(codes, categories=names)
 
-    size = d["msg_size_bytes"].cat
+    size = cols["msg_size_bytes"]
     sizes = pd.to_numeric(pd.Series(size.categories.astype(str))).to_numpy(np.int64)
     if len(sizes) and sizes.max() < 2**31:
         sizes = sizes.astype(np.int32)  # 4 bytes a link, not 8: 33 million links at 4,096
-    out = pd.DataFrame({"layer": d["layer"], "test": d["test"], "variant": d["variant"],
-                        "msg_size_bytes": sizes[size.codes.to_numpy()],
-                        "metric": pd.Categorical.from_codes(
-                            bw.astype(np.int8), categories=["lat_us_p50", "bw_gbit_s"]),
+    out = pd.DataFrame({"layer": _drop_unused(cols["layer"]),
+                        "test": _drop_unused(cols["test"]),
+                        "variant": _drop_unused(cols["variant"]),
+                        "msg_size_bytes": sizes[size.codes],
+                        "metric": _drop_unused(pd.Categorical.from_codes(
+                            bw.astype(np.int8), categories=["lat_us_p50", "bw_gbit_s"])),
                         "higher_is_better": bw,
                         "node_a": cat(np.minimum(hc, pc)), "node_b": cat(np.maximum(hc, pc)),
                         "host": cat(hc), "peer": cat(pc), "value": value,
-                        "status": d["status"], "error": d["error"]})
-    del d, hc, pc
-    for c in ("layer", "test", "variant", "status", "error"):
-        out[c] = out[c].cat.remove_unused_categories()
-    out["metric"] = out["metric"].cat.remove_unused_categories()
+                        "status": _drop_unused(status),
+                        "error": _drop_unused(cols["error"])}, copy=False)
     return out[LINK_COLUMNS]
 
 
@@ -409,7 +523,10 @@ def link_values(lk: pd.DataFrame) -> pd.DataFrame:
     a, b, names = node_codes(lk)
     ok = lk["value"].where(lk["status"] == "ok").to_numpy(dtype=float)
     key = a.astype(np.int64) * len(names) + b
-    order = np.argsort(key, kind="stable")
+    if len(names) < 2**15:  # the stable order of key by two 16-bit keys: numpy's radix
+        order = np.lexsort((b.astype(np.int16), a.astype(np.int16)))  # sort, 2x faster
+    else:
+        order = np.argsort(key, kind="stable")
     key, ok = key[order], ok[order]
     if len(key) > 1 and (key[1:] == key[:-1]).any():
         med = pd.Series(ok).groupby(key, sort=True).median()
