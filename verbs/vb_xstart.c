@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define VB_XSTART_PINGS 8
 #define VB_W_PING 4
@@ -90,12 +91,44 @@ static int vb_xstart_pong(struct vb_worker *w)
 	return 0;
 }
 
+/*
+ * The pair sync of a round (the ctrl channel's: word 0, vb_ctrl_sync's protocol), but a worker
+ * whose peer has not come within VB_XSTART_SPIN_NS naps VB_XSTART_NAP_NS per look: in a round a
+ * peer is often held up elsewhere (its node's barrier, the victim probe's idle twin), and a
+ * spinning waiter takes the CPU from those it waits for on an oversubscribed node.  A nap
+ * delays this node's start by at most one nap; the offsets measured after the rounds say by
+ * how much the nodes started apart, whatever the cause.
+ */
+#define VB_XSTART_SPIN_NS 1000000u
+#define VB_XSTART_NAP_NS 20000
+
+static int vb_xstart_sync(struct vb_worker *w)
+{
+	uint64_t step = ++w->ctrl_step, t0 = pb_clock_now_ns();
+	struct vb_watch wt;
+	bool nap = false;
+	int rc = vb_ctrl_write(w, 0, step);
+
+	if (rc)
+		return rc;
+	vb_watch_start(w, &wt, "the peer (pair sync)", VB_WATCH_PEER);
+	while (w->ctrl->in[0] < step) {
+		if ((rc = vb_watch_spin(w, &wt, "the peer (pair sync)")))
+			return rc;
+		if (!nap && (wt.spins & 255) == 0)
+			nap = pb_clock_now_ns() - t0 > VB_XSTART_SPIN_NS;
+		if (nap)
+			nanosleep(&(struct timespec){ .tv_nsec = VB_XSTART_NAP_NS }, NULL);
+	}
+	return vb_watch_end(w, &wt);
+}
+
 int vb_xstart_rounds(struct vb_worker *w, uint64_t *start)
 {
 	int rc = 0;
 
 	for (int r = 0; r < w->p->pat_meet_rounds; r++) {
-		if ((rc = vb_ctrl_sync(w)))
+		if ((rc = vb_xstart_sync(w)))
 			return rc;
 		rc = shm_sync_barrier(w->sync, w->member, w->timeout_ns, NULL);
 		/* the node's release (its last member's arrival), the same for all its workers */
