@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 import math
 import os

@@ -134,13 +134,26 @@ def _plain_log_y(ax: plt.Axes) -> None:
 FORMATS = ("png", "svg")  # what `pairbench plot` writes: a raster to look at, a vector to print
 
 
+def figure_bytes(fig: plt.Figure, formats: tuple[str, ...], dpi: int = 110) -> list[bytes]:
+    """The figure in each format, cropped to its tight bounding box (what
+    bbox_inches="tight" gives), that box found once for all formats: savefig would lay out
+    every text again for each format only to find the same border."""
+    from matplotlib import rcParams
+
+    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(rcParams["savefig.pad_inches"])
+    out = []
+    for ext in formats:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=dpi, bbox_inches=box)
+        out.append(buf.getvalue())
+    return out
+
+
 def _save(fig: plt.Figure, out: Path, stem: str, written: list[Path],
           formats: tuple[str, ...] = FORMATS) -> None:
-    for ext in formats:
+    for ext, data in zip(formats, figure_bytes(fig, formats), strict=True):
         path = out / f"{stem}.{ext}"
-        buf = io.BytesIO()
-        fig.savefig(buf, format=ext, dpi=110, bbox_inches="tight")
-        write_output(path, buf.getvalue(), "plot")
+        write_output(path, data, "plot")
         written.append(path)
     _pyplot().close(fig)
 
