@@ -33,6 +33,11 @@ ERROR_COUNTERS = frozenset({
     "roce_slow_restart", "roce_slow_restart_trans", "req_cqe_error", "resp_cqe_error",
     "req_remote_access_errors", "req_remote_invalid_request", "resp_local_length_error",
     "resp_remote_access_errors", "rx_icrc_encapsulated", "rx_dct_connect",
+    # statistics/ of the port's network device (RoCE; counters over time, source netdev)
+    "rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_errors", "rx_frame_errors",
+    "rx_fifo_errors", "rx_missed_errors", "rx_over_errors", "rx_length_errors",
+    "tx_aborted_errors", "tx_carrier_errors", "tx_fifo_errors", "tx_heartbeat_errors",
+    "tx_window_errors", "collisions",
 })
 CONGESTION_COUNTERS = frozenset({
     "np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "rp_cnp_ignored",
@@ -42,7 +47,10 @@ CONGESTION_COUNTERS = frozenset({
 WORD_COUNTERS = frozenset({"port_xmit_data", "port_rcv_data"})
 PACKET_COUNTERS = frozenset({"port_xmit_packets", "port_rcv_packets", "sent_pkts",
                              "rcvd_pkts", "unicast_xmit_packets", "unicast_rcv_packets"})
-DATA_COUNTERS = WORD_COUNTERS | PACKET_COUNTERS | frozenset({"rdma_sends", "rdma_recvs"})
+DATA_COUNTERS = WORD_COUNTERS | PACKET_COUNTERS | frozenset({
+    "rdma_sends", "rdma_recvs",
+    # a netdev's (counters over time, source netdev)
+    "rx_bytes", "tx_bytes", "rx_packets", "tx_packets"})
 # The transmit-side counters the data check reads, in order of preference.
 XMIT_BYTES = "port_xmit_data"
 XMIT_PACKETS = ("sent_pkts", "port_xmit_packets")
