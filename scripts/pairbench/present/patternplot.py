@@ -38,8 +38,10 @@ def _median(d: pd.DataFrame, col: str) -> pd.Series:
 
 
 def plot_patterns(runs: list[tuple[str, pd.DataFrame, dict]], out: Path, written: list[Path],
-                  save, pyplot) -> None:
-    """Write the pattern figures of every run (save, pyplot: present.plot's helpers)."""
+                  save, pyplot, limit_gbit_s: float | None = None) -> None:
+    """Write the pattern figures of every run (save, pyplot: present.plot's helpers);
+    limit_gbit_s: a known limit of the hub's port drawn on the aggregate panel (e.g. a
+    rate-limited port, which the rows' link rate does not know)."""
     keys: set[tuple] = set()
     for _label, df, _meta in runs:
         heads = pattern_points(df)
@@ -53,6 +55,9 @@ def plot_patterns(runs: list[tuple[str, pd.DataFrame, dict]], out: Path, written
             pt = df[(df["layer"] == layer) & (df["test"] == test) & (df["pattern"] == pattern)
                     & (df["msg_size_bytes"] == size) & (df["status"] == "ok")]
             _aggregate(axes[0], pt, label, len(runs) > 1)
+        if limit_gbit_s:
+            axes[0].axhline(limit_gbit_s, color="black", linestyle="--",
+                            label=f"known limit {limit_gbit_s:g} Gbit/s")
             _inflation(axes[1], pt, label, len(runs) > 1)
             _shares(axes[2], pt, label, len(runs) > 1)
         senders = sorted({int(p) for _l, df, _m in runs for p in
@@ -111,7 +116,7 @@ def _shares(ax, pt: pd.DataFrame, label: str, multi: bool) -> None:
                label=f"{label}: a flow" if multi else "a flow (one dot per flow, repetition)")
     heads = pt[is_headline(pt)]
     for p, jain in _median(heads, "fairness").items():
-        ax.annotate(f"Jain {jain:.3f}", (p, 0.97), xycoords=("data", "axes fraction"),
-                    ha="center", va="top", fontsize=8)
+        ax.annotate(f"Jain {jain:.3f}", (p, 0.03), xycoords=("data", "axes fraction"),
+                    ha="center", va="bottom", fontsize=8)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=0.8)
     ax.set_ylabel("flow bandwidth / mean of the point's flows")
