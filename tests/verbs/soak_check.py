@@ -73,20 +73,34 @@ def rows(d: str) -> list[dict]:
         return [r for r in csv.DictReader(f) if r["pair_id"] != "all"]
 
 
-def stop(d: str, launcher: int, member: int, at_s: float, for_s: float) -> int:
-    start = soak_start(d)
-    kids = []
+def procs() -> dict[int, tuple[int, str]]:
+    """pid -> (ppid, comm) of every process."""
+    out = {}
     for st in glob.glob("/proc/[0-9]*/stat"):
         try:
             text = Path(st).read_text()
         except OSError:
             continue
-        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:]
-        if int(rest.split()[1]) == launcher and comm != "pbv-counters":
-            kids.append(int(st.split("/")[2]))
-    kids.sort()
+        rest = text[text.rindex(")") + 2:].split()
+        out[int(st.split("/")[2])] = (int(rest[1]), text[text.index("(") + 1:text.rindex(")")])
+    return out
+
+
+def stop(d: str, launcher: int, member: int, at_s: float, for_s: float) -> int:
+    start = soak_start(d)
+    ps = procs()
+    # the launcher's worker children by pid (fork order = member order), the sampler left out;
+    # launcher 0: the children of any pairbench-verbs process
+    def kids_of(ours) -> list[int]:
+        return sorted(p for p, (pp, comm) in ps.items() if comm != "pbv-counters" and ours(pp))
+
+    kids = kids_of(lambda pp: launcher and pp == launcher) or kids_of(
+        lambda pp: pp in ps and ps[pp][1].startswith("pairbench-verb"))
     if not start or len(kids) <= member:
-        print(f"soak_check: FAIL: no soak start ({start}) or no worker {member} in {kids}")
+        print(f"soak_check: FAIL: no soak start ({start}) or no worker {member} in {kids}; "
+              f"launcher {launcher}: " + ", ".join(f"{p} ppid {pp} {c}" for p, (pp, c)
+                                                   in ps.items() if "pairbench" in c or
+                                                   "pbv" in c or p == launcher))
         return 1
     time.sleep(max(0.0, start + at_s - time.time()))
     t0 = time.time()

@@ -27,8 +27,9 @@ common=(-d "$dev" --loopback --pairs 2 --allow-oversubscribe --pin compact -q -s
         --tx-depth 16 --cq-mod 1 --bucket 0.2 --timeout 30)
 
 mkdir "$work/stop" "$work/corrupt"
-"$bin" "${common[@]}" --test write_bw --soak 5 --series "$work/stop/s" \
-    --counters-series "$work/stop/c" --counters-interval 0.5 -o "$work/stop/rows.csv" &
+# exec: $! is then the launcher itself (with an EXIT trap bash forks once more for "cmd &")
+(exec "$bin" "${common[@]}" --test write_bw --soak 5 --series "$work/stop/s" \
+    --counters-series "$work/stop/c" --counters-interval 0.5 -o "$work/stop/rows.csv") &
 launcher=$!
 chk stop "$work/stop" "$launcher" 1 2 1.2 >&2 || { kill -CONT -- "$launcher" 2>/dev/null; wait "$launcher"; fail "the stop did not happen"; }
 wait "$launcher"; rc=$?
