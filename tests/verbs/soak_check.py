@@ -102,6 +102,10 @@ def stop(d: str, launcher: int, member: int, at_s: float, for_s: float) -> int:
                                                    in ps.items() if "pairbench" in c or
                                                    "pbv" in c or p == launcher))
         return 1
+    if time.time() > start + at_s + 1.0:
+        print(f"soak_check: FAIL: too late to stop at {at_s:g} s: the soak's start was seen "
+              f"{time.time() - start:.1f} s after it (the machine is too slow for this check)")
+        return 1
     time.sleep(max(0.0, start + at_s - time.time()))
     t0 = time.time()
     os.kill(kids[member], signal.SIGSTOP)
