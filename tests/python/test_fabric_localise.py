@@ -129,6 +129,31 @@ def test_a_cover_plan_and_its_confirmation_name_the_same_three(
     assert {frozenset(p) for p in tell} <= confirmed
 
 
+def test_a_verbs_cover_scan_runs_a_launch_per_planned_round(
+        tree: tuple[Path, list[str]], tmp_path: Path) -> None:
+    """A verbs scan through mpirun (one pairbench-verbs launch per round: the simulator's
+    --scan R) with --plan cover:3 launches only the plan's rounds and names the three."""
+    tmp, hosts = tree
+    sim = tmp_path / "sim.sh"
+    sim.write_text(f"#!/bin/sh\nexec {sys.executable} {SIM} \"$@\"\n")
+    sim.chmod(0o755)
+    log = tmp_path / "launches.jsonl"
+    env = {"PB_SIM_CABLES": str(TREE[0]), "PB_SIM_FAULTS": ",".join(
+        f"{w}=2" for w in FAULTS.values()), "PB_SIM_LAUNCHES": str(log)}
+    p = cli("fabric", "--layer", "verbs", "--launcher", "mpirun", "--launcher-cmd", str(sim),
+            "--binary", sys.executable, "--hosts", ",".join(hosts), "--test", "write_bw",
+            "-s", "64K", "--confirm", "0", "--results-dir", str(tmp_path), "--cables",
+            str(tmp / "tree.csv"), "--plan", "cover:3", env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    run = Path(p.stdout.strip().splitlines()[-1])
+    rounds = json.loads((run / "metadata.json").read_text())["config"]["rounds"]
+    launched = [json.loads(x)["argv"] for x in log.read_text().splitlines()]
+    assert sorted(int(a[a.index("--scan") + 1]) for a in launched) == rounds
+    loc = json.loads((run / "fabric.json").read_text())["verdicts"][0]["localisation"]
+    assert sorted(c["component"] for c in loc["components"]) == sorted(FAULTS)
+    assert loc["pairs"] == 32 * len(rounds) and loc["unexplained"] == 0
+
+
 def test_accept_counts_the_components(tree: tuple[Path, list[str]], tmp_path: Path) -> None:
     """[[fabric_max_components]] with the scan's own cable file (metadata.json): the three
     components against a limit of 3 pass and of 0 fail, each named in the detail."""

@@ -68,7 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "--cables are then the fabric's own, not a model")
     p.add_argument("--plan", default=None, metavar="full|cover[:N]", help="cover[:N]: run "
                    "only the rounds of the full scan that cross every cable of --cables at "
-                   "least N times (default 3; MPI scans), then localise (docs/fabric.md); "
+                   "least N times (default 3; MPI, verbs through mpirun/srun), then "
+                   "localise (docs/fabric.md); "
                    "full: every round (the default)")
     p.add_argument("--confirm", type=int, default=2, metavar="N", help="re-measure "
                    "each suspect link, and each suspect node against 3 healthy peers, N "

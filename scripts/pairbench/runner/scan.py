@@ -52,7 +52,16 @@ from pairbench.runner.options import MAX_PAIRS, check_timeout
 from pairbench.runner.plan import Point, SweepConfig, plan_point
 from pairbench.runner.run import PointResult, run_point
 from pairbench.runner.rundir import new_run_dir, now_iso, repo_root
-from pairbench.runner.scancfg import MAX_DROP, FabricConfig, Job, ScanStopped, Stop, fmt_s, never
+from pairbench.runner.scancfg import (
+    MAX_DROP,
+    FabricConfig,
+    Job,
+    ScanStopped,
+    Stop,
+    fmt_s,
+    never,
+    scan_rounds,
+)
 from pairbench.runner.scancfg import ranges as _ranges
 from pairbench.runner.scancfg import unranges as _unranges
 from pairbench.runner.scanparquet import Kept, PartWriter, rows_format
@@ -101,8 +110,9 @@ def check_config(cfg: FabricConfig) -> None:
         raise UsageError(f"--layer mpi runs inside one {jobs} job: use --launcher {jobs}")
     if len(cfg.hosts) < 2:
         raise UsageError(f"--hosts needs at least 2 nodes, got {len(cfg.hosts)}")
-    if cfg.rounds and cfg.layer != "mpi":
-        raise UsageError("--plan cover runs MPI scans only (for now): use --layer mpi")
+    if cfg.rounds and cfg.layer == "verbs" and not launchers.get(cfg).jobs:
+        raise UsageError("--plan cover runs MPI scans and verbs scans through mpirun or "
+                         "srun (a launch per round), not through ssh")
     if cfg.rounds and not set(cfg.rounds) <= set(range(1, total_rounds(len(cfg.hosts)) + 1)):
         raise UsageError(f"rounds {list(cfg.rounds)[:5]}...: not rounds of this scan")
     if not 1 <= cfg.ranks_per_node <= MAX_PAIRS:
@@ -708,12 +718,6 @@ def confirm_job(cfg: FabricConfig, test: str, pairs: list[tuple[str, str]],
               csv=csv, env_json=env, env=launcher.env())
     return Job(point=p, subdir=".", wave=0,
                hostfile=(hostfile, launcher.hostfile_text(cfg.ranks_per_node)))
-
-
-def scan_rounds(cfg: FabricConfig) -> list[int]:
-    """The rounds the scan runs: a cover plan's (cfg.rounds), else every round."""
-    return sorted(cfg.rounds) if cfg.rounds else list(range(1, total_rounds(len(cfg.hosts))
-                                                            + 1))
 
 
 def config_from(meta: dict) -> FabricConfig:

@@ -43,6 +43,14 @@ class FabricConfig(ExeSettings):
     rounds: tuple[int, ...] = ()
 
 
+def scan_rounds(cfg: FabricConfig) -> list[int]:
+    """The rounds the scan runs: a cover plan's (cfg.rounds), else every round."""
+    from pairbench.runner.schedule import total_rounds
+
+    return sorted(cfg.rounds) if cfg.rounds else list(range(1, total_rounds(len(cfg.hosts))
+                                                            + 1))
+
+
 # mpirun hostfile words after the node name (Open MPI: slots=N, max_slots=N, max-slots=N)
 _HOSTFILE_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*=\S*$")
 

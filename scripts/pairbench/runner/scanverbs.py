@@ -54,6 +54,7 @@ from pairbench.runner.scancfg import (
     fmt_s,
     never,
     ranges,
+    scan_rounds,
     unranges,
 )
 from pairbench.runner.scanrows import (
@@ -115,8 +116,9 @@ def env_round(cfg: FabricConfig, rep: int, test: str, rnd: int) -> bool:
     """Whether the ranks of this round record their environment: round 1 of the scan's first
     (repetition, test), where every node has a peer, and round 2 when K is odd (round 1's
     bye): each node once, not K times."""
+    first = scan_rounds(cfg)[:2]  # round 1 and 2, or a cover plan's first two
     return (rep == 1 and test == cfg.tests[0]
-            and (rnd == 1 or (rnd == 2 and len(cfg.hosts) % 2 == 1)))
+            and (rnd == first[0] or (rnd == first[-1] and len(cfg.hosts) % 2 == 1)))
 
 
 def gather_env(run_dir: Path, job: Job, live: list[str]) -> int:
@@ -177,7 +179,7 @@ def plan_rounds(cfg: FabricConfig) -> list[Job]:
     live = live_launcher(cfg, ())
     for rep in range(1, cfg.repetitions + 1):
         for test in cfg.tests:
-            for r in range(1, total_rounds(len(cfg.hosts)) + 1):
+            for r in scan_rounds(cfg):
                 j = round_job(cfg, rep, test, r, (), live,
                               record_env=env_round(cfg, rep, test, r))
                 out.append(replace(j, point=replace(j.point, index=len(out)), wave=len(out)))
@@ -301,6 +303,7 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
     module's docstring). State in meta["scan"]: the rounds complete (as ranges) per
     (repetition, test) and the hosts left out; one line per launch in raw/rounds.jsonl."""
     k, n = len(cfg.hosts), total_rounds(len(cfg.hosts))
+    plan = set(scan_rounds(cfg))  # every round, or a cover plan's
     grace = min(10.0, max(1.0, 0.1 * cfg.timeout_s))
     state = meta.setdefault("scan", {"dropped": [], "jobs": {}})
     log = run_dir / "raw" / "rounds.jsonl"
@@ -317,7 +320,7 @@ def run_verbs_scan(cfg: FabricConfig, run_dir: Path, meta: dict,
                 if stop():  # a stop signal: the rounds complete so far are kept
                     raise ScanStopped(None)
                 dropped = tuple(state["dropped"])
-                if r in done:
+                if r in done or r not in plan:
                     r += 1
                     continue
                 if k - len(dropped) < 2:
@@ -457,14 +460,13 @@ def assemble_verbs(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
     """The rows file (data.csv, or data.parquet: meta["rows_format"]) from the round
     files, streamed; a round without one gets an error row per size. Returns the error
     rows."""
-    n = total_rounds(len(cfg.hosts))
     errors = [0]
 
     def sources():
         for js in meta["scan"]["jobs"].values():
             rep, test = js["rep"], js["test"]
             done = unranges(js["complete"])
-            for r in range(1, n + 1):
+            for r in scan_rounds(cfg):
                 path = run_dir / round_dir(rep, test) / f"round{r}.csv"
                 if r in done and path.is_file():
                     yield _round_lines(path, errors), meta["run_id"], rep
@@ -480,6 +482,5 @@ def assemble_verbs(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
 
 def unfinished(cfg: FabricConfig, meta: dict) -> list[str]:
     """The (repetition, test) scans with a round not complete."""
-    n = total_rounds(len(cfg.hosts))
     return [key for key, js in meta["scan"]["jobs"].items()
-            if set(range(1, n + 1)) - unranges(js["complete"])]
+            if set(scan_rounds(cfg)) - unranges(js["complete"])]
