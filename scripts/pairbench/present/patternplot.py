@@ -58,6 +58,7 @@ def plot_patterns(runs: list[tuple[str, pd.DataFrame, dict]], out: Path, written
         if limit_gbit_s:
             axes[0].axhline(limit_gbit_s, color="black", linestyle="--",
                             label=f"known limit {limit_gbit_s:g} Gbit/s")
+            axes[0].set_ylim(0, max(axes[0].get_ylim()[1], limit_gbit_s * 1.08))
             _inflation(axes[1], pt, label, len(runs) > 1)
             _shares(axes[2], pt, label, len(runs) > 1)
         senders = sorted({int(p) for _l, df, _m in runs for p in
