@@ -59,6 +59,8 @@ def test_srun_gets_the_host_file_too() -> None:
     ({"hosts": HOSTS[:3]}, "--pairs 3: needs 4 hosts"),
     ({"tests": ("loaded_lat",)}, "loaded_lat has its own roles"),
     ({"tests": ("write_lat",)}, "--test write_lat is measured by the senders"),
+    ({"probe": "write_lat", "iterations": 100}, "--probe runs during the pattern's common window"),
+    ({"probe": "write_lat", "pattern": None}, "--probe goes with --pattern incast|fanout"),
     ({"layer": "mpi"}, "with --layer verbs"),
     ({"pattern": "alltoall"}, "the sweep runs incast and fanout"),
 ])

@@ -199,6 +199,9 @@ def check_pattern(cfg: SweepConfig) -> None:
         raise UsageError(f"--pattern {cfg.pattern}: the sweep runs {' and '.join(SWEEP_PATTERNS)} "
                          "with --layer verbs (pairbench-mpi's patterns: run it under mpirun "
                          "with --pattern, docs/patterns.md)")
+    if cfg.probe and (cfg.iterations or cfg.duration_s):
+        raise UsageError("--probe runs during the pattern's common window (--bw-seconds): "
+                         "not with -n/--iterations or -D/--duration")
     launcher = launchers.get(cfg)
     if type(launcher).rank_job is Launcher.rank_job:
         raise UsageError(f"--pattern needs a launcher that starts one rank per node (mpirun, "
