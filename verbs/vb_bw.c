@@ -137,6 +137,8 @@ vb_bw_loop(struct vb_worker *w, const enum vb_bw_mode mode, const bool slotted, 
 			counted = ccnt;
 			if (mode == VB_BW_SOAK_CHECK)  /* --validate-live (read_bw): vb_soak.h */
 				vb_soak_check_upto(w, ccnt, now);
+			if (now >= w->soak->pause_at_ns)  /* the tests' pause hook (vb_soak.h) */
+				vb_soak_pause(w);
 			if (limit == UINT64_MAX && (now >= end_by_ns || *soak_stop)) {
 				limit = vb_bw_stop_at(w, scnt, mod);
 				*stopped = now < end_by_ns;

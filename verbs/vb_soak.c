@@ -31,6 +31,21 @@ int vb_soak_create(struct vb_worker *w)
 	    pb_soak_fault(getenv("PAIRBENCH_SOAK_FAULT"), w->link, &w->soak->fault_s))
 		pb_log_warn("PAIRBENCH_SOAK_FAULT=%s: expected flip:PAIR:SECONDS; ignored",
 			    getenv("PAIRBENCH_SOAK_FAULT"));
+	w->soak->pause_s = -1;
+	{
+		const char *v = getenv("PAIRBENCH_SOAK_PAUSE");
+		unsigned pair;
+		double at, len;
+		int used = 0;
+
+		if (v && *v && (sscanf(v, "%u:%lf:%lf%n", &pair, &at, &len, &used) != 3 || v[used] ||
+				at < 0 || len <= 0))
+			pb_log_warn("PAIRBENCH_SOAK_PAUSE=%s: expected PAIR:SECONDS:DURATION; ignored", v);
+		else if (v && *v && pair == w->link) {
+			w->soak->pause_s = at;
+			w->soak->pause_for_s = len;
+		}
+	}
 	return 0;
 }
 
@@ -78,6 +93,19 @@ void vb_soak_begin(struct vb_worker *w, uint64_t start_ns)
 	s->next_check = 0;
 	s->checked = s->corrupt = s->first_corrupt_ns = 0;
 	s->fault_ns = s->fault_s >= 0 ? start_ns + (uint64_t)(s->fault_s * 1e9) + 1 : 0;
+	s->pause_at_ns = s->pause_s >= 0 ? start_ns + (uint64_t)(s->pause_s * 1e9) : UINT64_MAX;
+}
+
+void vb_soak_pause(struct vb_worker *w)
+{
+	struct vb_soak *s = w->soak;
+	struct timespec ts = { .tv_sec = (time_t)s->pause_for_s,
+			       .tv_nsec = (long)((s->pause_for_s - (double)(time_t)s->pause_for_s) * 1e9) };
+
+	s->pause_at_ns = UINT64_MAX;
+	pb_log_warn("pair %u: PAIRBENCH_SOAK_PAUSE: not polling for %g s", w->pair, s->pause_for_s);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 void vb_soak_check_one(struct vb_worker *w, uint64_t msg, uint64_t now_ns)

@@ -30,6 +30,10 @@ struct vb_soak {
 	uint64_t start_ns;
 	uint64_t fault_ns;       /* PAIRBENCH_SOAK_FAULT: flip a byte at the first check from then; 0 = none */
 	double fault_s;          /* its SECONDS; < 0 = none for this flow */
+	/* PAIRBENCH_SOAK_PAUSE=PAIR:SECONDS:DURATION (tests): the client of PAIR stops polling for
+	 * DURATION s at its first poll SECONDS or later after the common start: a stalled flow */
+	uint64_t pause_at_ns;    /* UINT64_MAX = none */
+	double pause_s, pause_for_s;
 };
 
 /* A soak's recorder for this worker when it measures a bandwidth stream (NULL otherwise). 0 or -ENOMEM. */
@@ -54,6 +58,9 @@ int vb_soak_finish(struct vb_worker *w, struct pb_timed *t, bool partial);
 void vb_soak_abort(struct vb_worker *w, uint64_t end_ns);
 /* --validate-live, the server of read_bw: fill its source slots with the pattern (untimed). */
 void vb_soak_fill(struct vb_worker *w, uint64_t size);
+
+/* The pause hook's pause (out of line: it sleeps). */
+void vb_soak_pause(struct vb_worker *w);
 
 /* One checked message (out of line: it reads size bytes). */
 void vb_soak_check_one(struct vb_worker *w, uint64_t msg, uint64_t now_ns);

@@ -10,8 +10,9 @@ usage:
   soak_check.py flap DIR AT FOR   the device's netdev (the counters series' header) down AT s
         after the soak's start for FOR s; DIR/event.txt: 'down T0 T1 up T2 T3'
         (wall-clock s before and after each action)
-  soak_check.py check-stop DIR FRACTION PAIR   flow PAIR has a stall that begins within a bucket
-        of the stop and lasts as long within two buckets; no other flow stalls with it; rows ok
+  soak_check.py check-stop DIR FRACTION PAIR [AT FOR]   flow PAIR has a stall that begins within
+        a bucket of the stop (event.txt, or AT s after the soak's start for FOR s: the pause
+        hook) and lasts as long within two buckets; no other flow stalls with it; rows ok
   soak_check.py check-flap DIR   rows are errors (a completion error), each flow's series ends
         within a bucket of the link's down (or up to 1 s after the command returned), and
         link_downed moved in the counters' interval of the down
@@ -144,9 +145,16 @@ def flap(d: str, at_s: float, for_s: float) -> int:
     return 0
 
 
-def check_stop(d: str, fraction: float, pair: int) -> int:
-    w = Path(f"{d}/event.txt").read_text().split()
-    t0, t2 = float(w[1]), float(w[4])
+def check_stop(d: str, fraction: float, pair: int, at: float | None = None,
+               length_s: float | None = None) -> int:
+    """at, length_s: the stop's time after the soak's start and its length (the pause hook);
+    None: from DIR/event.txt (the stopper)."""
+    if at is None or length_s is None:
+        w = Path(f"{d}/event.txt").read_text().split()
+        t0, t2 = float(w[1]), float(w[4])
+    else:
+        start0 = series(sorted(glob.glob(f"{d}/s-*B-pair*.pbsoak"))[0])[0]
+        t0, t2 = start0 + at, start0 + at + length_s
     ok, hit_span = True, None
     found: dict[int, list[tuple[int, int]]] = {}
     for path in sorted(glob.glob(f"{d}/s-*B-pair*.pbsoak")):
