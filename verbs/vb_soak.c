@@ -10,8 +10,10 @@
 #include "pb_log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int vb_soak_create(struct vb_worker *w)
 {

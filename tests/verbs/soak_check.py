@@ -245,7 +245,8 @@ if __name__ == "__main__":
     a = sys.argv
     cmds = {"stop": lambda: stop(a[2], int(a[3]), int(a[4]), float(a[5]), float(a[6])),
             "flap": lambda: flap(a[2], float(a[3]), float(a[4])),
-            "check-stop": lambda: check_stop(a[2], float(a[3]), int(a[4])),
+            "check-stop": lambda: check_stop(a[2], float(a[3]), int(a[4]),
+                                             *(float(x) for x in a[5:7])),
             "check-flap": lambda: check_flap(a[2]),
             "check-corrupt": lambda: check_corrupt(a[2], int(a[3]))}
     sys.exit(cmds[a[1]]())
