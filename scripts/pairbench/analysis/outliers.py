@@ -122,6 +122,8 @@ class Verdict:
     expected_links: int = 0
     # confirm(): "node N" / "link A~B" -> first, confirming perf, measurements, confirmed
     confirmation: dict[str, dict] = field(default_factory=dict)
+    # link_values() of the links judged (the matrix is made from it, not computed again)
+    link_values: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @property
     def confirmed(self) -> list[str]:
@@ -195,6 +197,7 @@ def detect(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
     v.nodes = {str(n): float(p) for n, p in zip(nodes, node_perf[present], strict=True)}
     perf = _perf(vals, ref, higher)
     v.links = LinkPerf(a, b, perf, names)
+    v.link_values = lv
     healthy = node_perf >= 1 - tolerance
     clean = perf[healthy[a] & healthy[b] & (perf > 0)]
     if len(clean) >= 3:
@@ -222,7 +225,14 @@ def analyse_links(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
                   z: float = DEFAULT_Z) -> list[tuple[dict, pd.DataFrame, Verdict]]:
     """detect() for every (layer, test, variant, size) of a scan's links: [(key, links of
     that group (the columns detect and matrix read), verdict)], by key."""
-    return list(iter_analysed(lk, tolerance, z))
+    return [_kept(x) for x in iter_analysed(lk, tolerance, z)]
+
+
+def _kept(x: tuple[dict, pd.DataFrame, Verdict]) -> tuple[dict, pd.DataFrame, Verdict]:
+    """A verdict to keep in a list of them: without its link values (the matrix's, ~100 MB
+    a (test, size) at 4,096 nodes; only the outputs, one group at a time, use them)."""
+    x[2].link_values = None
+    return x
 
 
 def iter_analysed(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
@@ -335,7 +345,7 @@ def judge_scan(run: Path | str, tolerance: float = DEFAULT_TOLERANCE, z: float =
                lk: pd.DataFrame | None = None) -> list[tuple[dict, pd.DataFrame, Verdict]]:
     """analyse_links() of a scan run's links (lk, or read_scan(run)), each verdict's
     suspects judged by the run's confirmation rounds (raw/confirm-*.csv, if any: confirm())."""
-    return list(iter_judged(run, tolerance, z, lk))
+    return [_kept(x) for x in iter_judged(run, tolerance, z, lk)]
 
 
 def iter_judged(run: Path | str, tolerance: float = DEFAULT_TOLERANCE, z: float = DEFAULT_Z,

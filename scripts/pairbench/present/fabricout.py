@@ -301,7 +301,8 @@ def heatmap(m: pd.DataFrame, key: dict, v: Verdict,
 def matrix_long(g: pd.DataFrame, v: Verdict, topo: Topology | None = None) -> pd.DataFrame:
     """matrix() with each link's perf and whether it is a suspect (or a suspect node's);
     with a topology also each end's rack (and leaf), the rows in the heatmap's order."""
-    m = matrix(g)
+    # detect()'s link values (the same frame matrix(g) makes), else made here
+    m = v.link_values.copy(deep=False) if v.link_values is not None else matrix(g)
     ref = v.ref
     with np.errstate(divide="ignore", invalid="ignore"):
         perf = m["value"] / ref if v.higher_is_better else ref / m["value"]
@@ -422,6 +423,7 @@ def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
             tell.setdefault(key["test"], []).extend(
                 tell_apart_pairs(fabricloc.localise_verdict(cables, v)))
         v.links = {}  # confirm_pairs needs the suspects and the nodes' perf, not every link
+        v.link_values = None
         by_test.setdefault(key["test"], []).append(v)
     pairs = {t: confirm_pairs(vs) for t, vs in by_test.items()}
     return lk, fabricloc.with_tell_apart(pairs, tell, most) if tell else pairs
@@ -464,6 +466,7 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
         write_output(run_dir / "plots" / f"{stem}.png", png, "heatmap")
         write_output(run_dir / "plots" / f"{stem}.svg", svg, "heatmap")
         del m, g
+        v.link_values = None
         verdicts.append({**verdict_record(key, v, topo),
                          "matrix": f"{stem}-matrix.{'parquet' if big else 'csv'}",
                          "matrix_parquet": pq,
