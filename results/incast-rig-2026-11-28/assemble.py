@@ -7,7 +7,8 @@ per sender count, the target aggregate against the tbf limit and the payload sha
 wire allows, every flow's share, the victim probe's idle and loaded percentiles and inflation,
 and the start spread.
 
-usage: assemble.py RIG_OUT LIMIT_MBIT   (run from the repository root, .venv's python)
+usage: assemble.py RIG_OUT LIMIT_MBIT [DIR]   (run from the repository root, .venv's python;
+DIR: where to write, default this folder)
 """
 import csv
 import json
@@ -20,7 +21,7 @@ from pairbench.runner.collect import collect_point
 from pairbench.runner.plan import SweepConfig, plan_sweep
 from pairbench.runner.run import PointResult
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(sys.argv[3]).resolve() if len(sys.argv) > 3 else Path(__file__).resolve().parent
 # RoCE v2 frame of a 4 KiB RDMA write at path MTU 1024: 4 packets, each Ethernet 14 + IPv4 20 +
 # UDP 8 + BTH 12 + ICRC 4 = 58 bytes of headers, the first one also RETH 16 (tbf counts the
 # frame without preamble and FCS).
@@ -37,6 +38,8 @@ def main() -> int:
                       launcher_cmd="mpirun")
     rows = []
     for p in plan_sweep(cfg):
+        if not (rig / "bottleneck" / f"incast-p{p.pairs}.0.csv").is_file():
+            continue  # a run of some sender counts only (test-incast's SENDERS)
         for r in range(p.ranks):
             for ext, dst in (("csv", f"{p.name}.{r}.csv"),
                              ("json", f"{p.name}.{r}.env.json")):
