@@ -167,6 +167,17 @@ def _node_medians(a: np.ndarray, b: np.ndarray, vals: np.ndarray, n: int) -> np.
     return out
 
 
+def _median_in_place(x: np.ndarray) -> float:
+    """np.median(x) of values without NaN (the same number: the middle one, or the mean of
+    the middle two), by partitioning x itself instead of a copy of it."""
+    k = len(x) // 2
+    if len(x) % 2:
+        x.partition(k)
+        return float(x[k])
+    x.partition([k - 1, k])
+    return float(np.mean(x[k - 1:k + 1]))
+
+
 def detect(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
            z: float = DEFAULT_Z) -> Verdict:
     """Suspect nodes and links among the links of ONE (test, size, metric)."""
@@ -185,7 +196,10 @@ def detect(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
     nodes = names[present]
     failed = [(str(names[x]), str(names[y])) for x, y in zip(la[~measured], lb[~measured],
                                                              strict=True)]
-    a, b, vals = la[measured], lb[measured], lval[measured]
+    if measured.all():  # the common case: no copies of 8 million links' arrays
+        a, b, vals = la, lb, lval
+    else:
+        a, b, vals = la[measured], lb[measured], lval[measured]
     # each node's median link, on codes (a node's links: those where it is a or b)
     score = _node_medians(a, b, vals, len(names))[present]
     ref = float(np.nanmedian(score)) if np.isfinite(score).any() else math.nan
@@ -202,7 +216,9 @@ def detect(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
     clean = perf[healthy[a] & healthy[b] & (perf > 0)]
     if len(clean) >= 3:
         lg = np.log(clean)
-        v.noise = MAD_TO_SIGMA * float(np.median(np.abs(lg - np.median(lg))))
+        del clean
+        lg -= _median_in_place(lg)
+        v.noise = MAD_TO_SIGMA * float(_median_in_place(np.abs(lg, out=lg)))
         v.floor = min(1 - tolerance, math.exp(-z * v.noise))
     bad = node_perf < v.floor
     v.suspect_nodes = [str(n) for n in names[bad]]
