@@ -19,7 +19,8 @@ ENV = {"PB_SIM_SLOW": "n005=3", "PB_SIM_TRANSIENT": "n011~n014=3", "PB_SIM_NOISE
 @pytest.fixture(scope="module")
 def scan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("scan")
-    p = cli("fabric", "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
+    p = cli("fabric", "--plots", "none",
+            "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
             sys.executable, "--hosts", ",".join(f"n{i:03d}" for i in range(16)),
             "--test", "latency,bw", "-s", "8", "--results-dir", str(tmp), env=ENV,
             timeout=600)

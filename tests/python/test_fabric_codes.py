@@ -33,7 +33,8 @@ def test_partner_is_the_tournaments(k: int) -> None:
 def scan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("scan")
     hosts = ",".join(f"n{i:03d}" for i in (5, 3, 11, 0, 7, 1, 9, 2, 10, 4, 8))  # not sorted
-    p = cli("fabric", "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
+    p = cli("fabric", "--plots", "none",
+            "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
             sys.executable, "--hosts", hosts, "--test", "latency,bw", "-s", "8,64K",
             "--confirm", "0", "--results-dir", str(tmp),
             env={"PB_SIM_SLOW": "n007=3,n002~n009=2"}, timeout=600)

@@ -35,7 +35,8 @@ def scan(tmp: Path, hosts: list[str], cables: Path | None, *extra: str,
     sim.chmod(0o755)
     env = {"PB_SIM_CABLES": str(TREE[0]), "PB_SIM_FAULTS": ",".join(
         f"{w}=2" for w in FAULTS.values()), "PB_SIM_NOISE": "0.05"}
-    p = cli("fabric", "--launcher", "mpirun", "--launcher-cmd", str(sim), "--binary",
+    p = cli("fabric", "--plots", "none",
+            "--launcher", "mpirun", "--launcher-cmd", str(sim), "--binary",
             sys.executable, "--hosts", ",".join(hosts), "--test", "bw", "-s", "64K",
             "--confirm", "0", "--results-dir", str(tmp),
             *(["--cables", str(cables)] if cables else []), *extra, env=env, timeout=600)
@@ -140,7 +141,8 @@ def test_a_verbs_cover_scan_runs_a_launch_per_planned_round(
     log = tmp_path / "launches.jsonl"
     env = {"PB_SIM_CABLES": str(TREE[0]), "PB_SIM_FAULTS": ",".join(
         f"{w}=2" for w in FAULTS.values()), "PB_SIM_LAUNCHES": str(log)}
-    p = cli("fabric", "--layer", "verbs", "--launcher", "mpirun", "--launcher-cmd", str(sim),
+    p = cli("fabric", "--plots", "none",
+            "--layer", "verbs", "--launcher", "mpirun", "--launcher-cmd", str(sim),
             "--binary", sys.executable, "--hosts", ",".join(hosts), "--test", "write_bw",
             "-s", "64K", "--confirm", "0", "--results-dir", str(tmp_path), "--cables",
             str(tmp / "tree.csv"), "--plan", "cover:3", env=env, timeout=600)

@@ -82,7 +82,8 @@ def scan(tmp_path: Path, bad: str = "") -> list[dict]:
 def one_scan(tmp_path: Path) -> list[dict]:
     tmp_path.mkdir()
     mca = netns("mca-args").stdout.split()
-    p = cli("fabric", "--hosts", HOSTS, "--binary", str(MPI_BIN), "--test", "bw", "-s", "64K",
+    p = cli("fabric", "--plots", "none",
+            "--hosts", HOSTS, "--binary", str(MPI_BIN), "--test", "bw", "-s", "64K",
             "--pin", "none", "-w", "2", "--timeout", "60", "--results-dir", str(tmp_path),
             # The emulated nodes share two cores: ranks must yield when they wait, or a
             # pair whose two ranks share a core streams in scheduler slices (20x slower).

@@ -63,7 +63,8 @@ def nodes() -> Iterator[None]:
 def test_32_real_nodes_every_pair_once_slow_node_found_and_confirmed(
         nodes: None, tmp_path: Path) -> None:
     mca = netns("mca-args").stdout.split()
-    p = cli("fabric", "--hosts", HOSTS, "--binary", str(MPI_BIN), "--test", "bw", "-s", "64K",
+    p = cli("fabric", "--plots", "none",
+            "--hosts", HOSTS, "--binary", str(MPI_BIN), "--test", "bw", "-s", "64K",
             "--pin", "none", "-w", "2", "--timeout", "60", "--results-dir", str(tmp_path),
             # 32 nodes share two cores: ranks yield when they wait (see test_fabric_netns)
             "--launcher-args", " ".join([*mca, "--oversubscribe", "--mca",

@@ -59,7 +59,8 @@ def test_slow_uplink_is_named_and_nothing_else(tree: str, tmp_path: Path) -> Non
     cables = tmp_path / "cables.csv"
     cables.write_text(tree)
     mca = netns("mca-args").stdout.split()
-    p = cli("fabric", "--hosts", HOSTS, "--binary", str(MPI_BIN), "--test", "bw", "-s", "64K",
+    p = cli("fabric", "--plots", "none",
+            "--hosts", HOSTS, "--binary", str(MPI_BIN), "--test", "bw", "-s", "64K",
             "--pin", "none", "-w", "2", "--timeout", "60", "--results-dir", str(tmp_path),
             "--launcher-args", " ".join([*mca, "--oversubscribe", "--mca",
                                          "mpi_yield_when_idle", "1"]),

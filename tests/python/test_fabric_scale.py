@@ -37,7 +37,8 @@ ENV = {"PB_SIM_SLOW": "n005=3,n002~n009=2", "PB_SIM_NOISE": "0.05"}
 
 
 def fabric_args(tmp_path: Path, k: int, *extra: str) -> list[str]:
-    return ["fabric", "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
+    return ["fabric", "--plots", "none",
+            "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
             sys.executable, "--hosts", ",".join(f"n{i:03d}" for i in range(k)),
             "--test", "latency,bw", "-s", "64K", "--results-dir", str(tmp_path), *extra]
 
@@ -115,7 +116,7 @@ def test_the_links_of_parquet_rows_are_those_of_the_same_rows_as_csv(
     assert norm(read_links(csv_run / "data.csv")).equals(fast)
     # --render of both: the same verdicts
     for run in (big_scan, csv_run):
-        p = cli("fabric", "--render", str(run), timeout=600)
+        p = cli("fabric", "--plots", "none", "--render", str(run), timeout=600)
         assert p.returncode == 0, p.stderr
     assert verdicts(big_scan) == verdicts(csv_run)
     spec = tmp_path / "spec.toml"
@@ -175,7 +176,7 @@ def test_a_damaged_parquet_rows_file_is_exit_2_naming_it(big_scan: Path, tmp_pat
     bad.write_bytes(data[:len(data) // 2] if damage == "truncate" else b"\x00" * len(data))
     for args in (["show", str(run)], ["accept", str(run), "--spec",
                                      str(write_spec(tmp_path))],
-                 ["fabric", "--render", str(run)]):
+                 ["fabric", "--plots", "none", "--render", str(run)]):
         p = cli(*args, timeout=600)
         assert p.returncode == 2, (args, p.stderr)
         # (errors.call elides the middle of a long path: its last 16 characters stay)
@@ -216,7 +217,7 @@ def test_resume_of_a_parquet_scan_killed_mid_way_gives_the_same_verdict(
                 os.kill(int(pidfile.read_text()), signal.SIGKILL)
     time.sleep(0.3)
     assert not (run / "fabric.json").exists() and not (run / "data.parquet").exists()
-    p = cli("fabric", "--resume", str(run), env=ENV, timeout=900)
+    p = cli("fabric", "--plots", "none", "--resume", str(run), env=ENV, timeout=900)
     assert p.returncode == 0, p.stderr
     meta = json.loads((run / "metadata.json").read_text())
     parts = meta["scan"]["jobs"]["r1-latency"]["parts"]

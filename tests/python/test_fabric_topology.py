@@ -67,7 +67,8 @@ def test_a_bad_map_is_refused_before_anything_runs(tmp_path: Path, name: str, te
                                                    needles: list[str]) -> None:
     f = tmp_path / name
     f.write_text(text)
-    p = cli("fabric", "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
+    p = cli("fabric", "--plots", "none",
+            "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
             sys.executable, "--hosts", "a,b", "--results-dir", str(tmp_path / "res"),
             "--topology", str(f))
     assert_clean_error(p, *needles)
@@ -80,7 +81,8 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     that misses n015 and lists a spare node."""
     tmp = tmp_path_factory.mktemp("topo")
     topo = write_csv(tmp / "map.csv", HOSTS[:15], "spare1,r9,L9\n")
-    p = cli("fabric", "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
+    p = cli("fabric", "--plots", "none",
+            "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
             sys.executable, "--hosts", ",".join(HOSTS), "--test", "bw", "-s", "64K",
             "--results-dir", str(tmp), "--topology", str(topo), "--confirm", "0",
             env={"PB_SIM_SLOW": "n004=3,n005=3,n006=3,n007=3", "PB_SIM_NOISE": "0.02"},
@@ -125,7 +127,7 @@ def test_render_with_another_map_and_default_by_name(scan: tuple, tmp_path: Path
     other.write_text("".join(f'[[rack]]\nname = "x{r}"\nnodes = ['
                              + ", ".join(f'"{h}"' for h in HOSTS[8 * r:8 * r + 8]) + "]\n"
                              for r in (0, 1)))
-    p = cli("fabric", "--render", str(run), "--topology", str(other))
+    p = cli("fabric", "--plots", "none", "--render", str(run), "--topology", str(other))
     assert p.returncode == 0, p.stderr
     assert "all 4 suspects are in rack x0" in p.stderr
     assert (run / "data.csv").stat().st_mtime_ns == stat  # nothing ran
@@ -135,7 +137,7 @@ def test_render_with_another_map_and_default_by_name(scan: tuple, tmp_path: Path
     meta = json.loads((run / "metadata.json").read_text())
     meta["analysis"].pop("topology")
     (run / "metadata.json").write_text(json.dumps(meta))
-    p = cli("fabric", "--render", str(run))
+    p = cli("fabric", "--plots", "none", "--render", str(run))
     assert p.returncode == 0, p.stderr
     m = pd.read_csv(next(run.glob("fabric-*-matrix.csv")))
     assert list(m.columns) == ["node_a", "node_b", "value", "perf", "suspect"]

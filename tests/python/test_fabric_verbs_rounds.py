@@ -37,7 +37,8 @@ def scan(tmp_path: Path, k: int, env: dict, *extra: str, launcher: str = "mpirun
          code: int = 0) -> tuple[Path, list[dict], subprocess.CompletedProcess]:
     """A scan through the simulator: (run directory, the launches, the process)."""
     log = tmp_path / f"launches-{len(list(tmp_path.glob('launches-*')))}.jsonl"
-    p = cli("fabric", "--layer", "verbs", "--launcher", launcher, "--launcher-cmd", str(SIM),
+    p = cli("fabric", "--plots", "none",
+            "--layer", "verbs", "--launcher", launcher, "--launcher-cmd", str(SIM),
             "--binary", sys.executable, "--hosts", ",".join(names(k)),
             "--test", ",".join(TESTS), "-s", "8,64K", "--results-dir", str(tmp_path), *extra,
             env={"PB_SIM_LAUNCHES": str(log), **env}, timeout=300)
@@ -229,7 +230,7 @@ def test_resume_goes_on_after_the_last_complete_round(tmp_path: Path) -> None:
     assert meta["status"] == "incomplete" and "--resume" in p.stderr
     assert meta["scan"]["jobs"]["r1-write_lat"]["complete"] == [[1, 4]]
     assert len(launches) == 2 * (4 + 2)  # rounds 1-4, then round 5 twice, per test
-    p2 = cli("fabric", "--resume", str(run), "--confirm", "0",
+    p2 = cli("fabric", "--plots", "none", "--resume", str(run), "--confirm", "0",
              env={**env, "PB_SIM_LAUNCHES": str(tmp_path / "resumed.jsonl")}, timeout=300)
     assert p2.returncode == 0, p2.stderr
     resumed = [json.loads(x) for x in (tmp_path / "resumed.jsonl").read_text().splitlines()]

@@ -95,6 +95,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exe-args", default="", help="extra executable options, one string")
     p.add_argument("--results-dir", default=None, help="parent of the new run directory "
                    "(default results/)")
+    p.add_argument("--plots", default="png,svg", choices=["png,svg", "png", "none"],
+                   help="the heatmaps' files: png,svg (the default), png, or none (fabric.json, "
+                   "the matrices and fabric.html without pictures: drawing them is most of "
+                   "the analysis's time at small K); with --render too")
     p.add_argument("--tolerance", type=float, default=0.10, help="a link or node is suspect "
                    "only if worse than the reference by more than this fraction (default 0.10)")
     p.add_argument("--z", type=float, default=3.5, help="...and below exp(-z x noise), noise "
@@ -132,8 +136,8 @@ def check_analysis(ns: argparse.Namespace) -> None:
 
 # What --resume RUN and --render RUN take besides RUN: everything else is the scan's own
 # (its metadata.json), and a given value would be ignored, so it is refused instead.
-KEEP_WITH = {"resume": {"resume", "topology", "confirm", "cables", "routing", "lft"},
-             "render": {"render", "topology", "cables", "routing", "lft"}}
+KEEP_WITH = {"resume": {"resume", "topology", "confirm", "cables", "routing", "lft", "plots"},
+             "render": {"render", "topology", "cables", "routing", "lft", "plots"}}
 
 
 def refuse_scan_options(ns: argparse.Namespace, mode: str) -> None:
@@ -215,6 +219,11 @@ def _analysis(run_dir: Path) -> dict:
         raise UsageError(f"{run_dir}: no readable metadata.json ({exc})") from None
 
 
+def plot_formats(ns: argparse.Namespace) -> tuple[str, ...]:
+    """fabric --plots as the formats to draw: () for none."""
+    return () if ns.plots == "none" else tuple(ns.plots.split(","))
+
+
 def run_fabric(ns: argparse.Namespace) -> int:
     check_confirm(ns.confirm)
     if ns.render and ns.resume:
@@ -225,7 +234,7 @@ def run_fabric(ns: argparse.Namespace) -> int:
         analysis = fabric_metadata(run_dir, "--render").get("analysis", {})
         summary = write_outputs(run_dir, analysis.get("tolerance", ns.tolerance),
                                 analysis.get("z", ns.z), topo=_topology(ns, run_dir),
-                                cables=_cables(ns, run_dir))
+                                cables=_cables(ns, run_dir), plots=plot_formats(ns))
         print(summary["text"], file=sys.stderr)
         print(run_dir, flush=True)
         return 0
@@ -266,7 +275,7 @@ def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
     lk, pairs = suspects_to_confirm(run_dir, tol, z, cables if ns.confirm > 0 else None)
     if ns.confirm > 0 and any(pairs.values()):
         confirm_scan(run_dir, pairs, ns.confirm, signals)
-    summary = write_outputs(run_dir, tol, z, lk, topo, cables)
+    summary = write_outputs(run_dir, tol, z, lk, topo, cables, plot_formats(ns))
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
           else summary["text"], file=sys.stderr)
     print(run_dir, flush=True)

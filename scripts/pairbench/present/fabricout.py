@@ -63,6 +63,7 @@ def _unit(metric: str) -> str:
     return "Gbit/s" if metric == "bw_gbit_s" else "µs (p50)"
 
 
+PLOT_FORMATS = ("png", "svg")  # the heatmaps' files by default (fabric --plots)
 MAX_PIXELS = 1024   # heatmap: at most this many rows/columns of node pairs
 LABELS_UP_TO = 64   # node names on the axes up to this many nodes
 VALUES_UP_TO = 16   # the value written in each cell up to this many nodes
@@ -232,12 +233,13 @@ def _draw_groups(ax, topo: Topology, nodes: list[str], f: int, label: bool) -> N
         ax.set_yticks(mid, [g[a] for a in starts], fontsize=7)
 
 
-def heatmap(m: pd.DataFrame, key: dict, v: Verdict,
-            topo: Topology | None = None) -> tuple[bytes, bytes]:
-    """(png, svg) bytes of the node x node perf matrix (m: matrix() with perf), suspects
-    marked in red; readable from 4 to 4,096 nodes (see the module's docstring). With a
-    topology the nodes are ordered by leaf, rack, then name, racks' boundaries drawn thin
-    and leaves' thick, and the groups named on the axes when they are few."""
+def heatmap(m: pd.DataFrame, key: dict, v: Verdict, topo: Topology | None = None,
+            formats: tuple[str, ...] = ("png", "svg")) -> list[bytes]:
+    """The bytes, in each of formats, of the node x node perf matrix (m: matrix() with
+    perf), suspects marked in red; readable from 4 to 4,096 nodes (see the module's
+    docstring). With a topology the nodes are ordered by leaf, rack, then name, racks'
+    boundaries drawn thin and leaves' thick, and the groups named on the axes when they are
+    few."""
     from pairbench.present.plot import _pyplot, figure_bytes
 
     plt = _pyplot()
@@ -293,9 +295,9 @@ def heatmap(m: pd.DataFrame, key: dict, v: Verdict,
                  f"{len(v.links)} node pairs" + (f"\nsuspect nodes: {sus}" if sus else "")
                  + (f"\nsuspect links: {len(v.suspect_links)}" if v.suspect_links else ""),
                  fontsize=10)
-    png, svg = figure_bytes(fig, ("png", "svg"), dpi=110)
+    out = figure_bytes(fig, formats, dpi=110)
     plt.close(fig)
-    return png, svg
+    return out
 
 
 def matrix_long(g: pd.DataFrame, v: Verdict, topo: Topology | None = None) -> pd.DataFrame:
@@ -431,11 +433,13 @@ def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
 
 def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
                   z: float = DEFAULT_Z, lk: pd.DataFrame | None = None,
-                  topo: Topology | None = None, cables: Localiser | None = None) -> dict:
+                  topo: Topology | None = None, cables: Localiser | None = None,
+                  plots: tuple[str, ...] = PLOT_FORMATS) -> dict:
     """Every output file of a scan run (lk: its links, if already read; topo: the racks and
     leaves to order and group the nodes by; cables: the fabric's cables and routes, to name
-    the components behind the slow node pairs); returns {text, verdicts, topology: the line
-    on nodes missing from the map or not in the scan, or None}."""
+    the components behind the slow node pairs; plots: the heatmaps' formats, () for none:
+    fabric --plots); returns {text, verdicts, topology: the line on nodes missing from the
+    map or not in the scan, or None}."""
     if lk is None:
         lk = read_scan(run_dir)
     # one (test, size) at a time: its links, verdict and matrix are dropped before the next
@@ -462,15 +466,15 @@ def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
         pq = f"{stem}-matrix.parquet" if has_parquet() else None
         if pq:
             write_parquet(run_dir / pq, m)
-        png, svg = heatmap(m, key, v, topo)
-        write_output(run_dir / "plots" / f"{stem}.png", png, "heatmap")
-        write_output(run_dir / "plots" / f"{stem}.svg", svg, "heatmap")
+        for ext, data in zip(plots, heatmap(m, key, v, topo, plots) if plots else [],
+                             strict=True):
+            write_output(run_dir / "plots" / f"{stem}.{ext}", data, "heatmap")
         del m, g
         v.link_values = None
         verdicts.append({**verdict_record(key, v, topo),
                          "matrix": f"{stem}-matrix.{'parquet' if big else 'csv'}",
                          "matrix_parquet": pq,
-                         "heatmap": f"plots/{stem}.png"})
+                         "heatmap": f"plots/{stem}.png" if "png" in plots else None})
         lines.append(summary_line(key, v, topo))
         if cables is not None:
             loc = fabricloc.localise_verdict(cables, v, fabricloc.extra_pairs(clk, key, v))
@@ -622,8 +626,10 @@ def _fragment(run_dir: Path, verdicts: list[dict],
         parts.append(f"<p>reference {v['reference']} {html.escape(_unit(v['metric']))}, "
                      f"noise {v['noise']}, floor {v['floor']} (tolerance {v['tolerance']}, "
                      f"z {v['z']})</p>")
-        img = run_dir / v["heatmap"]
-        if img.is_file():
+        img = run_dir / v["heatmap"] if v["heatmap"] else None
+        if img is None:
+            parts.append("<p>heatmap not drawn (fabric --plots none)</p>")
+        elif img.is_file():
             b64 = base64.b64encode(img.read_bytes()).decode()
             parts.append(f"<img alt='heatmap' src='data:image/png;base64,{b64}'>")
         rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{p}</td></tr>"
