@@ -316,7 +316,9 @@ def test_driver_soak_usage_errors(tmp_path: Path) -> None:
     for args, needle in ((["--soak", "2", "--bucket", "0.3"], "whole number"),
                          (["--bucket", "0.5"], "add --soak"),
                          (["--soak", "2", "-n", "10"], "drop -n"),
-                         (["--layer", "verbs", "--soak", "2"], "--layer mpi"),
+                         (["--layer", "verbs", "--test", "write_lat", "--soak", "2"],
+                          "tests of --layer verbs (write_bw, read_bw, send_bw), not --test "
+                          "write_lat"),
                          (["--soak", "2", "--test", "latency"], "not --test latency")):
         layer = [] if "--layer" in args else ["--layer", "mpi"]
         test = [] if "--test" in args else ["--test", "bw"]

@@ -188,8 +188,11 @@ def check_config(cfg: SweepConfig) -> None:
         for test in cfg.tests:
             info = testtable.find(test, cfg.layer)
             if info is not None and info.kind not in testtable.BANDWIDTH_KINDS:
+                names = [t.name for t in testtable.load_snapshot()[cfg.layer].tests
+                         if t.kind in testtable.BANDWIDTH_KINDS]
                 raise UsageError(f"--soak applies to the bandwidth and message-rate tests "
-                                 f"(bw, bibw, msgrate), not --test {test}")
+                                 f"of --layer {cfg.layer} ({', '.join(names)}), not --test "
+                                 f"{test}")
 
 
 def check_pattern(cfg: SweepConfig) -> None:
