@@ -4,10 +4,12 @@ suite does not fail it; a segment the suite's own process leaves behind does; an
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,9 +35,17 @@ if sys.argv[1] == "live":
 """
 
 
+_EMPTY_TMP = tempfile.mkdtemp(prefix="pb-shm-leaks-test-")  # no Open MPI session dirs in it
+atexit.register(shutil.rmtree, _EMPTY_TMP, True)
+
+
 def env_of(run: str | None) -> dict[str, str]:
+    """The checker's environment for a run marker; TMPDIR an empty folder of this module's:
+    the segment tests judge segments, and another pytest worker's Open MPI singleton
+    (TMPDIR/ompi.HOST.UID/jf.*, made between snapshot and check) is not theirs to count."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("PB_TEST_ALL_RUN", "PB_TEST_ALL_IPCNS")}
+    env["TMPDIR"] = _EMPTY_TMP
     if run is not None:
         env["PB_TEST_ALL_RUN"] = run
     return env
