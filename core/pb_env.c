@@ -54,6 +54,11 @@ static const char *const pb_env_identity[] = {
 	"PMIX_DSTORE_*", "PMIX_APPNUM", "PMIX_JOB_*", "PMIX_LOCAL_*",
 	"PMI_RANK", "PMI_SIZE", "PMI_FD", "PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED",
 	"PMI_LOCAL_*", "MV2_COMM_WORLD_*", "MVP_COMM_WORLD_*",
+};
+
+/* Names that look like they hold a secret, in any case: Open MPI's MCA names are lower case
+ * (OMPI_MCA_pml_ucx_credentials), so an upper-case-only match recorded their values. */
+static const char *const pb_env_secret[] = {
 	"*KEY*", "*TOKEN*", "*SECRET*", "*PASSW*", "*CRED*", "*AUTH*", "*COOKIE*",
 };
 
@@ -72,6 +77,9 @@ static bool pb_env_is_identity(const char *name)
 {
 	for (size_t i = 0; i < sizeof(pb_env_identity) / sizeof(pb_env_identity[0]); i++)
 		if (!fnmatch(pb_env_identity[i], name, 0))
+			return true;
+	for (size_t i = 0; i < sizeof(pb_env_secret) / sizeof(pb_env_secret[0]); i++)
+		if (!fnmatch(pb_env_secret[i], name, FNM_CASEFOLD))
 			return true;
 	return false;
 }

@@ -19,6 +19,9 @@ from pairbench.runner.fingerprint import parse_mca_file
 
 MPI_BIN = Path(os.environ.get("PAIRBENCH_BIN_DIR", REPO / "build" / "bin")) / "pairbench-mpi"
 VAR = "OMPI_MCA_btl_vader_single_copy_mechanism"
+# Variables of the recorded families whose names look like secrets: never their values.
+SECRETS = {"UCX_IB_PASSWORD": "hunter2-pairbench", "NCCL_AUTH_TOKEN": "s3cr3t-pairbench",
+           "OMPI_MCA_pml_ucx_credentials": "cr3d-pairbench"}
 
 
 def _real_mpi() -> None:
@@ -44,6 +47,7 @@ def vader_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     _real_mpi()
     root = tmp_path_factory.mktemp("vader")
     env = {k: v for k, v in os.environ.items() if k != VAR}
+    env.update(SECRETS)  # names of the recorded families that look like secrets (both runs)
     return {"without": _mpi_sweep(root / "a", env),
             "with": _mpi_sweep(root / "b", {**env, VAR: "none"})}
 
@@ -85,6 +89,13 @@ def test_real_record_has_build_tuning_and_canary(vader_runs: dict[str, Path]) ->
     assert "OMPI_COMM_WORLD_RANK" in rec["tuning"]["not_recorded"]
     assert not any(k.startswith(("OMPI_COMM_WORLD_", "PMIX_SERVER_URI", "OMPI_MCA_orte_"))
                    for k in rec["tuning"]["env"])
+    # "secrets never" (issue 37 item 1): listed by name, the value written nowhere in the run
+    assert set(SECRETS) <= set(rec["tuning"]["not_recorded"])
+    assert not set(SECRETS) & set(rec["tuning"]["env"])
+    for f in vader_runs["with"].rglob("*"):
+        if f.is_file():
+            text = f.read_bytes()
+            assert not any(v.encode() in text for v in SECRETS.values()), f
     assert set(rec["build"]) == {"compiler", "build_type", "c_flags", "commit"}
     assert rec["build"]["compiler"] and rec["build"]["c_flags"]
     hc = rec["host_canary"]
