@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import FAKE, assert_clean_error, cli
+from conftest import FAKE, REPO, assert_clean_error, cli
 
 
 def copy_run(src: Path, dst: Path, edit=None) -> Path:
@@ -118,3 +118,32 @@ def test_bad_compare_options(base_run: Path) -> None:
     for empty in ("", " ", "fw_ver,"):
         assert_clean_error(cli("compare", str(base_run), str(base_run), "--expect-change",
                                empty), "--expect-change", "empty field name")
+
+
+def _rdma_devices() -> list[str]:
+    try:
+        return sorted(p.name for p in Path("/sys/class/infiniband").iterdir())
+    except OSError:
+        return []
+
+
+@pytest.mark.skipif(bool(_rdma_devices()), reason="this host has an RDMA device")
+def test_verbs_sweep_without_a_device_names_the_rig_and_says_why(tmp_path: Path) -> None:
+    """The real pairbench-verbs on a host without an RDMA device: every point's error row and
+    the sweep's own summary, progress lines off as a script runs it, name the driver's answer
+    (--launcher softroce), not only a count of error rows (issue 37)."""
+    binary = REPO / "build" / "bin" / "pairbench-verbs"
+    if not binary.is_file():
+        pytest.skip(f"{binary} not built")
+    proc = cli("sweep", "--layer", "verbs", "--test", "write_lat,write_bw", "--pairs", "1,2",
+               "--sizes", "8", "--binary", str(binary), "--results-dir", str(tmp_path),
+               "--no-progress")
+    assert proc.returncode == 1, proc.stderr
+    (run,) = tmp_path.iterdir()
+    df = pd.read_csv(run / "data.csv", dtype=str, keep_default_na=False)
+    assert set(df["status"]) == {"error"} and len(df) == 4
+    assert all("--launcher softroce" in e for e in df["error"]), df["error"].tolist()
+    assert "sweep: 4 rows, 4 error rows" in proc.stderr
+    assert "sweep: 4 error rows: exit 77 (cannot run here)" in proc.stderr, proc.stderr
+    assert "no RDMA device found" in proc.stderr and "--launcher softroce" in proc.stderr
+    assert "Traceback" not in proc.stderr

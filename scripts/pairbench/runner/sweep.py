@@ -317,6 +317,24 @@ def interrupt(meta: dict, signum: int, point: str | None) -> str:
     return f"not run: the sweep was interrupted by {name}{where}"
 
 
+def error_reasons(data: list[Row], most: int = 3) -> list[str]:
+    """The error rows' reasons, most frequent first ('N rows: REASON'), at most `most` of them
+    and a line for the rest: a sweep run without progress lines (--no-progress, a script) still
+    says why its points failed, not only how many did."""
+    counts: dict[str, int] = {}
+    for r in data:
+        if r.get("status") != "ok":
+            why = str(r.get("error") or "no reason recorded")
+            counts[why] = counts.get(why, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    lines = [f"{n} error row{'s' if n != 1 else ''}: {why}" for why, n in ranked[:most]]
+    if len(ranked) > most:
+        rest = sum(n for _, n in ranked[most:])
+        lines.append(f"{rest} more error rows with {len(ranked) - most} other reasons "
+                     "(data.csv, column 'error')")
+    return lines
+
+
 def finish(run_dir: Path, data: list[Row], meta: dict) -> int:
     """Write the final data.csv and metadata.json. Exit code: 0 every row ok, 1 error rows,
     128 + signal number when a stop signal interrupted the sweep (130 SIGINT, 143 SIGTERM,
@@ -335,6 +353,8 @@ def finish(run_dir: Path, data: list[Row], meta: dict) -> int:
     meta["counter_rows"] = write_counters(run_dir, meta)  # counters.csv (docs/health.md)
     atomic_write_json(run_dir / "metadata.json", meta)
     print(f"sweep: {len(data)} rows, {n_err} error rows -> {run_dir}/data.csv", file=sys.stderr)
+    for line in error_reasons(data):
+        print(f"sweep: {line}", file=sys.stderr)
     if stopped:
         where = f" during point {stopped['point']}" if stopped.get("point") else ""
         print(f"sweep: interrupted by {stopped['signal']}{where}; completed rows kept "
