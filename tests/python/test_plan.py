@@ -192,7 +192,8 @@ def test_rig_plan_survives_json() -> None:
     for c in (cfg(), cfg(layer="verbs", tests=("write_lat",), launcher="softroce",
                          exe_args=("--loopback",), pin="list", pin_list="0,1", qps=(1, 8))):
         plan = RigPlan(config=c, points=tuple(plan_sweep(c)), meta={"run_id": "r"},
-                       fail_fast=True, progress=False, command_line=("pairbench", "sweep"))
+                       fail_fast=True, progress=False, command_line=("pairbench", "sweep"),
+                       host_software={"git": {"commit": "abc", "dirty": False}})
         back = plan_from_json(json.loads(json.dumps(plan_to_json(plan))))
         assert back == plan
         assert isinstance(back.points[0].sides[0].argv, tuple)

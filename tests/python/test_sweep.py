@@ -188,6 +188,14 @@ def test_softroce_boots_the_rig_once(tmp_path: Path) -> None:
     assert meta["started"] == plan["meta"]["started"]
     assert meta["fingerprint"]["command_line"] == plan["command_line"]  # the user's command
     assert meta["rig"]["host_fingerprint"]["rig"]["PB_RIG_MODE"] is None
+    # The guest runs the host's root file system and source tree: its software fields are
+    # the host's, handed over in the plan, not asked again inside the (slow, emulated) guest.
+    host = meta["rig"]["host_fingerprint"]
+    assert plan["host_software"] == {k: host[k] for k in
+                                     ("os", "rdma_core_version", "libibverbs_version", "mpi",
+                                      "git")}
+    assert meta["fingerprint"]["software_from"] == "host"
+    assert all(meta["fingerprint"][k] == host[k] for k in plan["host_software"])
     assert "--loopback" in meta["points"][0]["sides"][0]["argv"]
     assert meta["pinning"]["r1-write_lat-p2"][1]["client_cpu"] == 3
 

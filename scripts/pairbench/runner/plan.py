@@ -255,13 +255,16 @@ class RigPlan:
     fail_fast: bool = False
     progress: bool = True
     command_line: tuple[str, ...] = ()  # the user's command, for the fingerprint
+    # the host fingerprint's software fields (fingerprint.software_of): the guest runs the
+    # host's root file system and source tree, so its fingerprint takes them as they are
+    host_software: dict = field(default_factory=dict)
 
 
 def plan_to_json(plan: RigPlan) -> dict:
     return {"plan_version": PLAN_VERSION, "config": asdict(plan.config),
             "points": [asdict(p) for p in plan.points], "meta": plan.meta,
             "fail_fast": plan.fail_fast, "progress": plan.progress,
-            "command_line": list(plan.command_line)}
+            "command_line": list(plan.command_line), "host_software": plan.host_software}
 
 
 def _tuples(value: object) -> object:
@@ -284,6 +287,7 @@ def plan_from_json(data: dict) -> RigPlan:
             for p in data["points"])
         return RigPlan(config=cfg, points=points, meta=dict(data["meta"]),
                        fail_fast=bool(data["fail_fast"]), progress=bool(data["progress"]),
-                       command_line=tuple(data["command_line"]))
+                       command_line=tuple(data["command_line"]),
+                       host_software=dict(data.get("host_software") or {}))
     except (KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"malformed pairbench rig plan: {exc}") from None

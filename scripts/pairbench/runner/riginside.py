@@ -29,7 +29,8 @@ def run_rig_plan(plan_file: Path) -> int:
         raise UsageError(f"{run_dir} already holds data.csv; runs are never overwritten")
     check_launch(cfg, launcher=Local(cfg))  # the points were planned for the local launcher
     meta = dict(plan.meta)
-    meta["fingerprint"] = fingerprint.gather(repo_root(), list(plan.command_line))
+    meta["fingerprint"] = fingerprint.gather(repo_root(), list(plan.command_line),
+                                             software=plan.host_software)
     with StopSignals() as signals:
         rows = execute(cfg, list(plan.points), run_dir, meta["run_id"], meta, plan.fail_fast,
                        plan.progress, signals)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pairbench.errors import UsageError
 from pairbench.io import procutil
+from pairbench.runner import fingerprint
 from pairbench.runner.collect import (
     atomic_write_json,
     error_rows,
@@ -52,7 +53,9 @@ class Softroce(Local):
     def run_plan(self, **plan: Any) -> int | None:
         rig_plan = RigPlan(config=self.cfg, points=tuple(plan["points"]),
                            meta=plan["plan_meta"], fail_fast=plan["fail_fast"],
-                           progress=plan["progress"], command_line=tuple(sys.argv))
+                           progress=plan["progress"], command_line=tuple(sys.argv),
+                           host_software=fingerprint.software_of(
+                               plan["meta"].get("fingerprint") or {}))
         return run_softroce(rig_plan, plan["run_dir"], plan["meta"],
                             str(self.rig.absolute()), plan["signals"], plan["finish"])
 
