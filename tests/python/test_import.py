@@ -330,6 +330,30 @@ def test_imb_pt2pt_repetitions(tmp_path: Path) -> None:
     assert meta["tests"]["tests"][0]["same_as"] == "mpi latency"
 
 
+def test_imb_2019_update_banner(tmp_path: Path) -> None:
+    """IMB 2019's banner names its update ('Intel(R) MPI Benchmarks 2019 Update 6, MPI-1
+    part'): real outputs of IMB-v2019.6 import, two files one point of two repetitions each,
+    values equal to the files' numbers (they were refused as 'not an IMB output')."""
+    files = [IMB / f"2019.6-src_cpp-pt2pt-r{i}.out" for i in (1, 2)]
+    _, rows, meta = run_import(tmp_path, "imb", *files)
+    assert {r["test"] for r in rows} == {"PingPong", "Sendrecv"}
+    pp = by_point(rows, "PingPong")
+    assert all(sorted(reps) == [1, 2] for reps in pp.values())
+    text = files[0].read_text()
+    block = text[text.index("Benchmarking PingPong"):text.index("Benchmarking Sendrecv")]
+    n = 0
+    for ln in block.splitlines():
+        t = ln.split()
+        if len(t) == 4 and t[0].isdigit():
+            row = pp[(int(t[0]), 1)][1]
+            assert float(row["lat_us_mean"]) == float(t[2])
+            assert float(row["bw_mbyte_s"]) == float(t[3])
+            n += 1
+    assert n == 14  # 0 and 2^0..2^12 bytes
+    rec = meta["imported"]["files"][0]
+    assert rec["version"] == "2019 Update 6" and "IMB-MPI1 PingPong Sendrecv" in rec["command"]
+
+
 def test_imb_multi_groups_are_pairs(tmp_path: Path) -> None:
     _, rows, _ = run_import(tmp_path, "imb", IMB / "2021.9.1-src_c-multi1.out")
     pp = [r for r in rows if r["test"] == "PingPong" and r["msg_size_bytes"] == "1024"]

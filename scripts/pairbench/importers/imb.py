@@ -1,8 +1,9 @@
 """Intel MPI Benchmarks output (IMB-MPI1, 2018 to 2021, also -multi): a banner ('Intel(R) MPI
-Benchmarks 2021.3, MPI-1 part'), the calling sequence, then one block per benchmark and
-process count ('# Benchmarking PingPong', '# #processes = 2', the table). One file holds
-many benchmarks; each is its own test. -multi 1 lists every group (pair rows), -multi 0
-only their min/max/avg. docs/import.md has the mapping."""
+Benchmarks 2021.3, MPI-1 part'; 2019: '... 2019 Update 6, MPI-1 part'), the calling
+sequence, then one block per benchmark and process count ('# Benchmarking PingPong',
+'# #processes = 2', the table). One file holds many benchmarks; each is its own test.
+-multi 1 lists every group (pair rows), -multi 0 only their min/max/avg. docs/import.md has
+the mapping."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 from pairbench.importers.base import Bench, Measure, Parsed, bad, check_sizes, integer, number
 
-BANNER = re.compile(r"Intel\s*\(R\)\s*MPI\s+Benchmark(?:s| Suite)\s+V?(?P<version>[\w.]+),?"
+# 'Intel(R) MPI Benchmarks 2021.3, MPI-1 part', '... 2019 Update 6, MPI-1 part', '... 2018, ...'
+BANNER = re.compile(r"Intel\s*\(R\)\s*MPI\s+Benchmark(?:s| Suite)\s+"
+                    r"V?(?P<version>[\w.]+(?:\s+Update\s+\d+)?),?"
                     r"\s+(?P<part>\S+)\s+part", re.I)
 COLS = {"#bytes": "size", "#repetitions": "iterations", "t[usec]": "lat_us_mean",
         "t_avg[usec]": "lat_us_mean", "t_min[usec]": None, "t_max[usec]": None,
