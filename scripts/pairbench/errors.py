@@ -31,18 +31,20 @@ class Interrupted(UsageError):
         self.exit_code = 128 + signum
 
 
-_LONG_WORD = re.compile(r"\S{81,}")
+_LONG_WORD = re.compile(r"\S{301,}")
 
 
-def one_line(text: str, limit: int = 400) -> str:
+def one_line(text: str, limit: int = 1000) -> str:
     """A message as one line of bounded length that keeps its reason: newlines become
-    spaces, any word longer than 80 characters (a 10 KB option value, a path) keeps its
-    start and end with the middle elided, and only then is the whole line cut."""
+    spaces, any word longer than 300 characters (a 10 KB option value) keeps its start and
+    its end (where a path has its file name and ':LINE:') with the middle elided, and only
+    then is the whole line cut. A path of up to 300 characters stays whole: a message names
+    the file (with 80, a pytest temporary path lost the file's name)."""
     flat = " ".join(text.split())
 
     def elide(m: re.Match[str]) -> str:
         w = m.group(0)
-        return f"{w[:40]}...[{len(w) - 56} chars]...{w[-16:]}"
+        return f"{w[:60]}...[{len(w) - 260} chars]...{w[-200:]}"
 
     flat = _LONG_WORD.sub(elide, flat)
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."

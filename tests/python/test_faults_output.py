@@ -216,6 +216,20 @@ def test_messages_stay_one_line_with_a_huge_value(tmp_path: Path) -> None:
     assert len(stderr_lines(proc.stderr)[0]) < 500
 
 
+def test_a_long_path_is_named_whole() -> None:
+    """A message names its file whole up to 300 characters (a deep results tree, a CI
+    workspace); only a longer word is elided, keeping its end (the file name and ':LINE:')."""
+    from pairbench.errors import one_line
+
+    path = "/ci/workspace/" + "/".join(["results-of-a-long-night"] * 8) + "/osu_bw.out:17:"
+    assert 150 < len(path) <= 300
+    assert one_line(f"{path} 3 field(s), the header has 4") == \
+        f"{path} 3 field(s), the header has 4"
+    huge = "/x" * 5000 + "/osu_bw.out:17:"
+    cut = one_line(f"{huge} truncated?")
+    assert cut.endswith("/osu_bw.out:17: truncated?") and len(cut) < 400
+
+
 def _run_with_stdout(args: list[str], stdout_spec: str) -> subprocess.CompletedProcess:
     """Run the CLI with stdout on /dev/full ('full') or closed ('closed')."""
     env = dict(os.environ, PYTHONPATH=str(SCRIPTS))

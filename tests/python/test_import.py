@@ -515,6 +515,26 @@ def test_a_row_short_of_its_header(tmp_path: Path) -> None:
     _refused(tmp_path, "imb", [g], "imb.out:", "3 field(s)", "has 4")
 
 
+@pytest.mark.parametrize("tool,src", [
+    ("perftest", PERF / "rig" / "write_bw-a-gbits.txt"),
+    ("imb", IMB / "2019.6-src_cpp-pt2pt-r1.out"),
+    ("imb", IMB / "2021.9.1-src_c-pt2pt-r1.out"),
+    ("nccl-tests", NCCL / "2.19.6-h200-all_reduce-r1.txt"),
+])
+def test_cut_between_two_rows(tmp_path: Path, tool: str, src: Path) -> None:
+    """A real output cut right after a table row (the usual way: the tools flush each row)
+    looks whole row by row; the tool's own closing lines are missing, so it is refused,
+    naming the last row's line (issue 38: a truncated table). OSU prints nothing after its
+    table: such a cut cannot be told from a shorter run (docs/import.md)."""
+    lines = src.read_text().splitlines(keepends=True)
+    rows = [i for i, ln in enumerate(lines) if re.match(r"\s*\d+\s+\d+", ln)]
+    keep = rows[len(rows) // 2]  # a row in the middle of the output
+    cut = tmp_path / src.name
+    cut.write_text("".join(lines[:keep + 1]))
+    _refused(tmp_path, tool, [cut], f"{cut.name}:{keep + 1}:", "truncated")
+    run_import(tmp_path / "whole", tool, src)  # the whole file imports
+
+
 def test_mixed_outputs_in_one_file(tmp_path: Path) -> None:
     both = tmp_path / "both.out"
     a, b = (OSU / "7.4-latency-r1.out").read_text(), (OSU / "7.4-bw-r1.out").read_text()

@@ -51,9 +51,13 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
     head_line = 0
     calling: list[str] | None = None
     banner = 0
+    last_row = finalized = 0  # IMB's last words: '# All processes entering MPI_Finalize'
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
         body = line.lstrip("#").strip()
+        if body.startswith("All processes entering MPI_Finalize"):
+            finalized = no
+            continue
         m = BANNER.search(line)
         if m:
             if banner:
@@ -116,11 +120,16 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
         if no == len(lines) and not text.endswith("\n"):
             raise bad(path, no, "the file ends inside this row (no newline): truncated?")
         bench.measures.append(_row(path, no, fields, cols))
+        last_row = no
     if not banner:
         raise bad(path, 1, "not an IMB output: no 'Intel(R) MPI Benchmarks' banner")
     _finish(path, bench, head_line, len(lines))
     if not out.benches:
         raise bad(path, len(lines), "no '# Benchmarking ...' block: truncated?")
+    if finalized < last_row:
+        raise bad(path, last_row, "no '# All processes entering MPI_Finalize' after this row, "
+                  "as IMB ends its output: truncated? (a file cut between two rows or blocks "
+                  "looks whole)")
     for b in out.benches:
         _aggregate_groups(b)
         check_sizes(path, b)

@@ -37,6 +37,7 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
     ranks: set[int] = set()
     cols: list[str] = []
     head_line = 0
+    closed = False  # nccl-tests ends its table with '# Out of bounds values' and its average
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line:
@@ -68,6 +69,9 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
         if m:
             ranks.add(int(m.group(1)))
             continue
+        if re.match(r"#\s*(Out of bounds values|Avg bus bandwidth)", line) and bench is not None:
+            closed = bool(bench.measures)
+            continue
         if line.startswith("#"):
             names = line.lstrip("#").split()
             if names[:2] == ["size", "count"]:
@@ -90,12 +94,17 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
         if no == len(lines) and not text.endswith("\n"):
             raise bad(path, no, "the file ends inside this row (no newline): truncated?")
         _text_row(path, no, dict(zip(range(len(cols)), fields, strict=True)), cols, bench)
+        closed = False
     if bench is None:
         raise bad(path, 1, "not an nccl-tests output: no '# nThread ... nGpus ...' header")
     if not head_line:
         raise bad(path, len(lines), "no '# size count type ...' column header: truncated?")
     if not bench.measures:
         raise bad(path, len(lines), "the table has no rows: truncated?")
+    if not closed:
+        raise bad(path, bench.measures[-1].line, "no '# Out of bounds values' / '# Avg bus "
+                  "bandwidth' lines after this row, as nccl-tests ends its table: truncated? "
+                  "(a file cut between two rows looks whole)")
     bench.pairs = len(ranks) or None
     _one_rank(bench)
     check_sizes(path, bench)

@@ -64,9 +64,11 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
     head: list[str] = []
     head_line = 0
     bw_factor = 0.0
+    closed = True  # perftest closes its table with a dashed line after the last row
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line or set(line) <= {"-", "*"}:
+            closed = closed or line.startswith("---")
             continue
         m = BANNER.match(line)
         if m:
@@ -104,6 +106,7 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
         if no == len(lines) and not text.endswith("\n"):
             raise bad(path, no, "the file ends inside this row (no newline): truncated?")
         bench.measures.append(_row(path, no, fields, head, bw_factor))
+        closed = False
     if bench is None:
         raise bad(path, 1, "not a perftest output: no banner such as 'RDMA_Write BW Test' "
                   "(perftest's JSON starts with '{')")
@@ -111,6 +114,10 @@ def parse(path: Path, text: str, sha: str) -> Parsed:
         raise bad(path, len(lines), f"{bench.test}: no '#bytes ...' table header: truncated?")
     if not bench.measures:
         raise bad(path, len(lines), f"{bench.test}: the table has no rows: truncated?")
+    if not closed:
+        raise bad(path, bench.measures[-1].line, f"{bench.test}: no dashed line closes the "
+                  "table after this row, as perftest prints it: truncated? (a file cut "
+                  "between two rows looks whole)")
     check_sizes(path, bench)
     out.benches.append(bench)
     return out
