@@ -238,6 +238,15 @@ def test_perftest_real_rig_outputs(tmp_path: Path) -> None:
                  "send_lat-8.txt", "write_bw-64k.json"):
         _, rows, _ = run_import(tmp_path / name, "perftest", RIG / name)
         assert rows and all(r["status"] == "ok" for r in rows), name
+    # --out_json: the JSON holds what the same run's text printed; the two together are one
+    # run given twice (refused), not two repetitions
+    _, jrows, _ = run_import(tmp_path / "j", "perftest", RIG / "write_bw-64k.json")
+    _, trows, _ = run_import(tmp_path / "t", "perftest", RIG / "write_bw-64k-json.txt")
+    for col in ("bw_gbit_s", "bw_mbyte_s", "msg_rate_per_s"):
+        assert float(jrows[0][col]) == pytest.approx(float(trows[0][col]), rel=1e-6), col
+    _refused(tmp_path / "twins", "perftest", [RIG / "write_bw-64k-json.txt",
+                                               RIG / "write_bw-64k.json"],
+             "write_bw-64k.json:", "One run given twice")
 
 
 def test_perftest_all_sizes_gbits_latency_bidir(tmp_path: Path) -> None:
@@ -422,14 +431,28 @@ def test_nccl_text_and_json(tmp_path: Path) -> None:
 def test_nccl_real_h200_outputs(tmp_path: Path) -> None:
     text = [NCCL / f"2.19.6-h200-all_reduce-r{i}.txt" for i in (1, 2, 3)]
     js = [NCCL / f"2.19.6-h200-all_reduce-J-r{i}.json" for i in (1, 2, 3)]
-    _, rows, meta = run_import(tmp_path, "nccl-tests", *text, *js)
+    _, rows, meta = run_import(tmp_path, "nccl-tests", *text)
     pts = by_point(rows, "all_reduce_perf", "out_of_place")
-    assert {p for _, p in pts} == {1} and all(sorted(r) == list(range(1, 7))
-                                               for r in pts.values())
+    assert {p for _, p in pts} == {1} and all(sorted(r) == [1, 2, 3] for r in pts.values())
     want = {int(t[0]): t for t in table(text[0])}
     for (size, _), reps in pts.items():
         assert float(reps[1]["lat_us_mean"]) == float(want[size][5])
         assert reps[1]["bw_gbit_s"] == ""  # one rank: busbw is 0 by its formula, not measured
+    # -J of the same three runs: the same point, each value the text's to its 2 decimals
+    _, jrows, _ = run_import(tmp_path / "j", "nccl-tests", *js)
+    jpts = by_point(jrows, "all_reduce_perf", "out_of_place")
+    assert set(jpts) == set(pts)
+    for k, reps in jpts.items():
+        for r in (1, 2, 3):
+            assert float(reps[r]["lat_us_mean"]) == pytest.approx(
+                float(pts[k][r]["lat_us_mean"]), abs=0.005 + 1e-9)
+    # each run's text and JSON together: one run twice, not two repetitions (refused);
+    # the text of run 1 with the JSON of runs 2 and 3: three runs, three repetitions
+    _refused(tmp_path / "twins", "nccl-tests", [text[0], js[0]], f"{js[0].name}:",
+             f"{text[0].name}", "One run given twice")
+    _, mixed, _ = run_import(tmp_path / "m", "nccl-tests", text[0], js[1], js[2])
+    assert all(sorted(r) == [1, 2, 3]
+               for r in by_point(mixed, "all_reduce_perf", "out_of_place").values())
     assert meta["tests"]["tests"][0]["primary_metric"] == "lat_us_mean"
     assert "busbw (0 by definition with one rank)" in \
         meta["imported"]["files"][0]["benchmarks"][0]["not_imported"]

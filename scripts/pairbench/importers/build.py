@@ -103,7 +103,56 @@ def items_of(files: list[Parsed], sets: Mapping[str, str]) -> list[Item]:
                 raise bad(p.path, b.line, f"{b.test}: the output does not say how many "
                           f"{what} ran: add --set pairs=N (N = {what})")
             items.append(Item(p, b, pairs))
+    _refuse_twins(items)
     return items
+
+
+# Text tables print a value to 2 decimals (perftest's and nccl-tests': %.2f), JSON to more;
+# after the unit conversions (GB/s x 8 -> Gbit/s) a run's two outputs agree within 0.04 of the
+# schema's unit, or 0.1 % of the value for large ones.
+_TWIN_ABS, _TWIN_REL = 0.04, 1e-3
+
+
+def _is_json(p: Parsed) -> bool:
+    return p.path.suffix.lower() == ".json" or bool(p.info.get("json"))
+
+
+def _refuse_twins(items: list[Item]) -> None:
+    """A run's text output and its JSON output (perftest --out_json, nccl-tests -J: written by
+    the same run) are one measurement: given together they would be two repetitions, and the
+    gate would count the run twice. A text and a JSON benchmark of one configuration whose
+    every value agrees to the text's printed precision (at least three values compared), at
+    every size, are refused as such: different runs do not agree that closely at every size
+    and metric (docs/import.md)."""
+    def key(it: Item) -> tuple:
+        return (it.bench.test, it.pairs, tuple(sorted(it.bench.config.items())),
+                tuple(sorted((m.size, m.pair_id, m.variant) for m in it.bench.measures)))
+
+    by_key: dict[tuple, list[Item]] = {}
+    for it in items:
+        by_key.setdefault(key(it), []).append(it)
+    for group in by_key.values():
+        texts = [it for it in group if not _is_json(it.parsed)]
+        for js in (it for it in group if _is_json(it.parsed)):
+            for tx in texts:
+                if _same_values(tx.bench, js.bench):
+                    raise bad(js.parsed.path, js.bench.line, f"{js.bench.test}: every value "
+                              f"equals {tx.parsed.path}'s (line {tx.bench.line}) to its printed "
+                              "precision: the JSON and the text output of one run? One run "
+                              "given twice is not two repetitions: import one of them")
+
+
+def _same_values(a: Bench, b: Bench) -> bool:
+    ma = {(m.size, m.pair_id, m.variant): m.values for m in a.measures}
+    compared = 0
+    for m in b.measures:
+        va = ma.get((m.size, m.pair_id, m.variant), {})
+        for k in va.keys() & m.values.keys():
+            x, y = va[k], m.values[k]
+            if abs(x - y) > max(_TWIN_ABS, _TWIN_REL * max(abs(x), abs(y))):
+                return False
+            compared += 1
+    return compared >= 3
 
 
 def _variants(items: list[Item]) -> dict[int, str]:
