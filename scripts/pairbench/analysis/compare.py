@@ -41,6 +41,11 @@ DEFAULT_METRICS = ["lat_us_p50", "lat_us_p99", "bw_gbit_s", "msg_rate_per_s",
                    "worst_lat_us_p50", "min_pair_bw_gbit_s"]
 DEFAULT_RELATIVE = {"lat_us_p99": 0.15, "lat_us_p999": 0.25, "lat_us_max": 0.5}
 DEFAULT_REL = 0.05
+# The victim probe's rows (scope=probe, pairbench-verbs --probe) are compared too, as a point
+# of their own (variant 'probe:TEST' after the point's own), on these by default: a firmware
+# that lets the victim's latency inflate more under the same incast is a regression the
+# headline rows cannot show (docs/compare-and-accept.md).
+PROBE_METRICS = ["lat_inflation_p50", "lat_inflation_p99"]
 # A point timed as blocks (pairbench-mpi --timing block, flag block_timed) has one latency
 # statistic, the mean: by default it is compared on that instead of the latency percentiles
 # (docs/mpi.md, Block timing); what else it measured (an imported IMB or nccl-tests
@@ -183,11 +188,55 @@ def point_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
             keys.append(key)
             feats.append(Feature(metric, vb, vn, METRICS[metric].higher_is_worse,
                                  th.rel(metric), th.abs(metric)))
+    pk, pf = _probe_features(base, new, th, metrics)
+    keys += pk
+    feats += pf
     if not feats:
         block = " (block-timed points: lat_us_mean)" if any(
             timing_of(gb[k]) == "block" for k in common) else ""
         raise UsageError(f"the common points have no values for metrics {', '.join(wanted)}"
                          f"{block}")
+    return keys, feats
+
+
+def probe_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The victim probe's ok rows, keyed as points of their own: variant 'probe:TEST' after
+    the point's own variant ('+' between), so compare lists them beside their point."""
+    if "scope" not in df.columns or "probe_test" not in df.columns:
+        return df.iloc[0:0]
+    pr = df[(df["scope"] == "probe") & (df["status"] == "ok")].copy()
+    if pr.empty:
+        return pr
+    own = pr["variant"].fillna("").astype(str)
+    tag = "probe:" + pr["probe_test"].fillna("").astype(str)
+    pr["variant"] = (own + "+").where(own != "", "") + tag
+    return pr
+
+
+def _probe_features(base: pd.DataFrame, new: pd.DataFrame, th: Thresholds,
+                    metrics: list[str] | None) -> tuple[list[tuple], list[Feature]]:
+    """Features of the probe rows present in both runs: PROBE_METRICS by default, or the
+    named metrics that are inflation metrics."""
+    named = metrics or th.metrics
+    wanted = [m for m in named if m.startswith("lat_inflation_")] if named else PROBE_METRICS
+    pb, pn = probe_rows(base), probe_rows(new)
+    if not wanted or pb.empty or pn.empty:
+        return [], []
+    for df in (pb, pn):
+        df["variant"] = df["variant"].fillna("")
+    gb = dict(list(pb.groupby(POINT_KEY)))
+    gn = dict(list(pn.groupby(POINT_KEY)))
+    keys, feats = [], []
+    for key in sorted(gb.keys() & gn.keys(), key=point_order):
+        for metric in wanted:
+            if metric not in gb[key].columns or metric not in gn[key].columns:
+                continue
+            vb = gb[key][metric].dropna().to_numpy(dtype=float)
+            vn = gn[key][metric].dropna().to_numpy(dtype=float)
+            if len(vb) and len(vn):
+                keys.append(key)
+                feats.append(Feature(metric, vb, vn, METRICS[metric].higher_is_worse,
+                                     th.rel(metric), th.abs(metric)))
     return keys, feats
 
 

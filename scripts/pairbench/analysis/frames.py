@@ -48,6 +48,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("bucket_gbit_s_p1", "soak: 1st-percentile bucket bandwidth", "Gbit/s", False),
     Metric("bucket_gbit_s_min", "soak: lowest bucket bandwidth", "Gbit/s", False),
     Metric("min_bucket_share", "soak: lowest bucket / median bucket", "", False),
+    # The victim probe (pairbench-verbs --probe, scope=probe rows; docs/patterns.md): its
+    # loaded latency over its idle twin's, same percentile.
+    Metric("lat_inflation_p50", "victim latency inflation (p50)", "x", True),
+    Metric("lat_inflation_p99", "victim latency inflation (p99)", "x", True),
+    Metric("lat_inflation_p999", "victim latency inflation (p99.9)", "x", True),
 )}
 
 def test_label(test: str, variant: str = "", layer: str | None = None,
