@@ -151,6 +151,38 @@ def test_a_sweep_through_a_launcher_keeps_the_targets_rows(tmp_path: Path) -> No
     assert not [k for k in by if k[1] == "t0" and k[2] in ("flow", "node", "probe")]
 
 
+def test_every_nodes_counters_reach_counters_csv(tmp_path: Path) -> None:
+    """counters.csv holds the port counters of every node of a pattern point, not only the
+    target's (issue 35: the senders' records stayed in their raw --env-json files): with the
+    fake's counters on, each host of each point has its rows, and metadata.json keeps the
+    other nodes' counter records per point (rank_counters)."""
+    import csv
+    import json
+
+    mpirun = tmp_path / "mpirun"
+    mpirun.write_text(FAKE_MPIRUN)
+    mpirun.chmod(0o755)
+    proc = cli("sweep", "--layer", "verbs", "--test", "write_bw", "--pattern", "incast",
+               "--pairs", "1,2", "--sizes", "8,64", "--launcher", "mpirun", "--launcher-cmd",
+               str(mpirun), "--hosts", "t0,s1,s2", "--binary", str(FAKE), "--results-dir",
+               str(tmp_path / "res"), "--no-progress", env={"FAKE_PB_COUNTERS": "ok"})
+    assert proc.returncode == 0, proc.stderr
+    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    with open(run_dir / "counters.csv") as f:
+        rows = list(csv.DictReader(f))
+    hosts = {}
+    for r in rows:
+        hosts.setdefault(r["pairs"], set()).add(r["host"])
+    assert hosts == {"1": {"t0", "s1"}, "2": {"t0", "s1", "s2"}}, hosts
+    # each node's rows are its own record's, at every size
+    for host in ("t0", "s1", "s2"):
+        mine = [r for r in rows if r["host"] == host and r["pairs"] == "2"]
+        assert {r["msg_size_bytes"] for r in mine} == {"8", "64"}, host
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    p2 = next(p for p in meta["points"] if p["pairs"] == 2)
+    assert [(c["rank"], c["host"]) for c in p2["rank_counters"]] == [(1, "s1"), (2, "s2")]
+
+
 def test_a_rank_without_output_adds_nothing(tmp_path: Path) -> None:
     """pattern_rows: a rank whose CSV is missing (its node died) adds no row and no error
     (the point's failure reason says why); a rank whose record is missing keeps its ids."""

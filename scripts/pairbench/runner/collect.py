@@ -348,29 +348,54 @@ def read_rows(path: Path) -> list[Row]:
         return []
 
 
+def rank_counters(point: Point, run_dir: Path) -> list[dict]:
+    """The counter records of a pattern point's other ranks (every node but rank 0's, whose
+    whole record is the point's env_record): [{rank, host, layer, test, counters}], one per
+    rank whose --env-json has counters; [] for a point of one rank."""
+    out = []
+    for rank in range(1, point.ranks if point.env_json else 0):
+        rec = _env_record(replace(point, env_json=_rank_path(point.env_json or "", rank)),
+                          run_dir)
+        if rec and isinstance(rec.get("counters"), list):
+            out.append({"rank": rank, "host": rec.get("host"), "layer": rec.get("layer"),
+                        "test": rec.get("test"), "counters": rec["counters"]})
+    return out
+
+
 def counter_rows(meta: dict, run_id: str) -> list[Row]:
     """counters.csv of a run (pairbench.contract.counters): one row per (repetition, point,
-    device, port, counter) from the "counters" list of each point's --env-json record
-    (pairbench-verbs reads the deltas around each timed window: docs/health.md)."""
+    host, device, port, counter) from the "counters" list of each point's --env-json record
+    and, for a pattern point over K nodes, of every other node's ("rank_counters":
+    pairbench-verbs reads the deltas around each timed window on every node: docs/health.md)."""
     rows: list[Row] = []
     for p in meta.get("points") or []:
-        rec = p.get("env_record") if isinstance(p, dict) else None
-        if not isinstance(rec, dict) or not isinstance(rec.get("counters"), list):
+        if not isinstance(p, dict):
             continue
-        for c in rec["counters"]:
-            if not isinstance(c, dict) or not isinstance(c.get("deltas"), dict):
-                continue
-            base = {"run_id": run_id, "repetition": str(p.get("repetition", "")),
-                    "layer": str(rec.get("layer") or "verbs"),
-                    "test": str(rec.get("test") or p.get("test") or ""),
-                    "variant": str(c.get("variant") or ""),
-                    "msg_size_bytes": str(c.get("msg_size_bytes", "")),
-                    "pairs": str(p.get("pairs", "")), "qps": _qps_cell(p),
-                    "host": str(rec.get("host") or ""), "device": str(c.get("device", "")),
-                    "port": str(c.get("port", "")), "source": str(c.get("source", ""))}
-            for name, delta in sorted(c["deltas"].items()):
-                rows.append({**base, "counter": str(name), "class": counter_class(str(name)),
-                             "delta": str(delta)})
+        recs = [p.get("env_record"), *(p.get("rank_counters") or [])]
+        for rec in recs:
+            rows += _counter_rows_of(p, rec, run_id)
+    return rows
+
+
+def _counter_rows_of(p: dict, rec: object, run_id: str) -> list[Row]:
+    """The counters.csv rows of one node's record of point p."""
+    rows: list[Row] = []
+    if not isinstance(rec, dict) or not isinstance(rec.get("counters"), list):
+        return rows
+    for c in rec["counters"]:
+        if not isinstance(c, dict) or not isinstance(c.get("deltas"), dict):
+            continue
+        base = {"run_id": run_id, "repetition": str(p.get("repetition", "")),
+                "layer": str(rec.get("layer") or "verbs"),
+                "test": str(rec.get("test") or p.get("test") or ""),
+                "variant": str(c.get("variant") or ""),
+                "msg_size_bytes": str(c.get("msg_size_bytes", "")),
+                "pairs": str(p.get("pairs", "")), "qps": _qps_cell(p),
+                "host": str(rec.get("host") or ""), "device": str(c.get("device", "")),
+                "port": str(c.get("port", "")), "source": str(c.get("source", ""))}
+        for name, delta in sorted(c["deltas"].items()):
+            rows.append({**base, "counter": str(name), "class": counter_class(str(name)),
+                         "delta": str(delta)})
     return rows
 
 

@@ -30,6 +30,7 @@ from pairbench.runner.collect import (
     collect_point,
     error_rows,
     failure_reason,
+    rank_counters,
     rows_to_csv,
     write_counters,
 )
@@ -155,7 +156,9 @@ def point_record(res: PointResult, run_dir: Path, reason: str | None) -> dict:
                       for s, c in zip(p.sides, res.exit_codes, strict=True)],
             "timed_out": res.timed_out, "elapsed_s": round(res.elapsed_s, 3),
             "status": "ok" if reason is None else "error", "reason": reason,
-            "env_record": env_record}
+            "env_record": env_record,
+            # a pattern point's other nodes: their counters (their whole records stay in raw/)
+            **({"rank_counters": others} if (others := rank_counters(p, run_dir)) else {})}
 
 
 PLACEMENT_KEY = "placement"  # the --env-json record's per-process placement (both layers)
