@@ -167,3 +167,25 @@ def test_link_values_and_worst_links_are_the_full_sorts() -> None:
         v.links = LinkPerf(a.astype(np.int32), b.astype(np.int32), perf, names)
         full = np.argsort(np.where(np.isnan(perf), np.inf, perf), kind="stable")[:n]
         assert [x for x, _ in worst_links(v, n)] == [v.links.name(i) for i in full]
+
+
+def test_summary_line_names_twenty_and_counts_the_rest() -> None:
+    """A verdict with 1,900 suspect links and 30 failed node pairs: its summary line names
+    the 20 slowest links (slowest first) and 20 failed pairs and counts the rest (every one
+    stays in fabric.json); a 1,024-node scan with one bad cable printed ~100 KB on one line."""
+    from pairbench.present.fabricout import SHOWN, summary_line
+
+    v = Verdict(metric="bw_gbit_s", higher_is_better=True, ref=10.0, noise=0.0,
+                floor=0.8, tolerance=0.2, z=4.0)
+    links = {(f"n{i:04d}", f"n{i + 1:04d}"): 0.7 - i * 1e-4 for i in range(1900)}
+    v.links, v.suspect_links = links, list(links)
+    v.failed = [(f"m{i}", f"m{i + 1}") for i in range(30)]
+    line = summary_line({"layer": "mpi", "test": "bw", "variant": "", "msg_size_bytes": 65536},
+                        v)
+    assert line.count("suspect link ") == SHOWN == 20
+    assert "1880 more suspect links (every one in fabric.json)" in line
+    assert line.index("n1899~n1900") < line.index("n1880~n1881")  # the slowest first
+    assert "n0000~n0001" not in line
+    assert line.count("node pair m") == 20
+    assert "10 more failed node pairs" in line
+    assert len(line) < 5000

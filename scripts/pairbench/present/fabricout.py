@@ -141,6 +141,9 @@ def _where_record(v: Verdict, topo: Topology | None) -> dict:
     return {"suspect_groups": where, "suspects_share": share}
 
 
+SHOWN = 20  # suspect links / failed node pairs named in a summary line, each
+
+
 def summary_line(key: dict, v: Verdict, topo: Topology | None = None) -> str:
     head = (f"{key['layer']} {key['test']}{'[' + key['variant'] + ']' if key['variant'] else ''}"
             f" {size_label(int(key['msg_size_bytes']))}: {len(v.links)}/{v.expected_links} "
@@ -162,9 +165,17 @@ def summary_line(key: dict, v: Verdict, topo: Topology | None = None) -> str:
              f"{said('node ' + n)})" for n in v.suspect_nodes]
     lp = (v.links.get_many(v.suspect_links) if isinstance(v.links, LinkPerf)
           else [v.links[ab] for ab in v.suspect_links])
+    # Named one by one up to SHOWN each (the slowest links first); the rest counted: a
+    # 1,024-node scan with one bad cable has ~1,900 suspect links, one ~100 KB line.
+    links = sorted(zip(v.suspect_links, lp, strict=True), key=lambda t: t[1])
     parts += [f"suspect link {a}~{b} ({at(a, b)}{100 * p:.0f} %"
-              f"{said(f'{a}~{b}')})" for (a, b), p in zip(v.suspect_links, lp, strict=True)]
-    parts += [f"node pair {a}~{b} failed" for a, b in v.failed]
+              f"{said(f'{a}~{b}')})" for (a, b), p in links[:SHOWN]]
+    if len(links) > SHOWN:
+        parts.append(f"{len(links) - SHOWN} more suspect links (every one in fabric.json)")
+    parts += [f"node pair {a}~{b} failed" for a, b in v.failed[:SHOWN]]
+    if len(v.failed) > SHOWN:
+        parts.append(f"{len(v.failed) - SHOWN} more failed node pairs (every one in "
+                     "fabric.json)")
     if share:
         parts.append(shared_line(v, share))
     return head + ": " + ("; ".join(parts) if parts else "no outliers")
