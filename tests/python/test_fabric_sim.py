@@ -377,3 +377,17 @@ def test_sigterm_during_a_scan_says_what_happened_and_resumes(tmp_path: Path) ->
     assert p.returncode == 0, p.stderr
     meta = json.loads((run / "metadata.json").read_text())
     assert meta["status"] == "complete" and "interrupted" not in meta
+
+
+def test_a_stale_build_is_named_not_no_node_pairs(tmp_path: Path) -> None:
+    """An executable built from another pairbench (its CSV header 8 columns short, as a stale
+    build/ after a schema change): the scan stops at its first job and says what differs and
+    to rebuild; it ended with 'no node pairs measured' and no word on why (noticed by the
+    localisation helper with a stale build: 63 columns against the driver's 71)."""
+    p = cli(*fabric_args(tmp_path, 6), env={"PB_SIM_OLD_SCHEMA": "8"}, timeout=300)
+    assert p.returncode != 0, p.stderr
+    assert "rows are not this driver's: its CSV header has" in p.stderr, p.stderr
+    assert "Rebuild it (cmake --build build)" in p.stderr
+    assert "the scan stops" in p.stderr and "Traceback" not in p.stderr
+    assert p.stderr.count("rows are not this driver's") == 1  # not once per job
+

@@ -64,6 +64,8 @@ The fabric (environment):
   PB_SIM_START_FAILS N: an MPI job's first N launches of each test (counted in
                    PB_SIM_LAUNCHES) die before their first row, a rank killed by SIGSEGV in
                    MPI_Init (as Open MPI 4.1.4's TCP BTL did under srun): exit 139
+  PB_SIM_OLD_SCHEMA N: an MPI scan job writes a header without the schema's last N columns
+                   (an executable built from an older pairbench: a stale build/)
   PB_SIM_PIDFILE   write this process's id there (tests that kill the scan)
   PB_SIM_TIMES     append {"start", "end", "pattern"} of each launch there (benchmarks)
 """
@@ -453,8 +455,9 @@ def main(argv: list[str]) -> int:
         Path(opts["--env-json"]).write_text(json.dumps(
             {"tool": "fabric_sim (simulated pairbench-mpi)", "nodes": len(hosts),
              "world_size": len(hosts) * r, "pattern": opts["--pattern"]}) + "\n")
+    old = int(os.environ.get("PB_SIM_OLD_SCHEMA", "0") or 0)
     with open(opts["--output"], "w", encoding="utf-8") as out:
-        out.write(",".join(COLUMNS) + "\n")
+        out.write(",".join(COLUMNS[:len(COLUMNS) - old]) + "\n")
         out.flush()
         for label, pairs in rounds:
             rnd = int(label[5:]) if label.startswith("scan:") else 0

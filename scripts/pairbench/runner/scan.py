@@ -70,6 +70,7 @@ from pairbench.runner.scanrows import (
     PartScan,
     error_line,
     part_lines,
+    rows_header_problem,
     scan_part,
     whole_part,
     write_rows,
@@ -332,6 +333,13 @@ def run_mpi_scan(cfg: FabricConfig, run_dir: Path, meta: dict, save: Callable[[]
                             stop=lambda prog=prog: prog.tick() or stop())
             prog.tick(final=True)
             ps, complete = scan_part(run_dir / str(job.point.csv), res.ok, prog.part)
+            if ps.header_ok is False:  # not this driver's rows: every job would be the same
+                problem = rows_header_problem(run_dir / str(job.point.csv))
+                part.update(status="failed", complete=[], rows=0, reason=problem)
+                save()
+                print(f"fabric: r{rep} {test}: {job.point.name}'s rows are not this driver's: "
+                      f"{problem}; the scan stops", file=sys.stderr)
+                raise ScanStopped(job.point.name)
             if res.ok:
                 complete = set(ps.order)  # exited 0: every round it ran is its final word
             part.update(status="ok" if res.ok else "failed", complete=_ranges(complete),

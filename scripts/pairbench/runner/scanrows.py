@@ -24,6 +24,36 @@ from typing import Any
 from pairbench.contract.columns import COLUMNS, DRIVER_COLUMNS, SCHEMA_VERSION
 
 HEADER = ",".join(COLUMNS)
+
+
+def rows_header_problem(path: Path) -> str:
+    """header_problem() of a rows file's first line ('cannot read' when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return header_problem(f.readline()) or "its header is the schema's"
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror}"
+
+
+def header_problem(line: str) -> str | None:
+    """None when `line` is this driver's CSV header; else what differs, said so that a
+    stale build is recognised (a scan of such rows would otherwise end with no node pair
+    measured and no word on why)."""
+    line = line.rstrip("\r\n")
+    if line == HEADER:
+        return None
+    if not line:
+        return "its CSV has no header"
+    got = line.split(",")
+    missing = [c for c in COLUMNS if c not in got]
+    extra = [c for c in got if c not in COLUMNS]
+    if "schema_version" not in got:
+        return f"its first line is not a CSV header of pairbench rows: {line[:80]!r}"
+    return (f"its CSV header has {len(got)} columns, this driver's schema {len(COLUMNS)} "
+            f"(missing {', '.join(missing[:6]) or 'none'}{' ...' if len(missing) > 6 else ''}; "
+            f"unexpected {', '.join(extra[:6]) or 'none'}{' ...' if len(extra) > 6 else ''}): "
+            "an executable built from another version of pairbench? Rebuild it (cmake "
+            "--build build) or give the matching --binary")
 IDX = {c: i for i, c in enumerate(COLUMNS)}
 I_PATTERN, I_STATUS = IDX["pattern"], IDX["status"]
 

@@ -61,6 +61,7 @@ from pairbench.runner.scanrows import (
     HEADER,
     IDX,
     error_line,
+    header_problem,
     pattern_status,
     split_line,
     write_rows,
@@ -203,8 +204,9 @@ def client_rows(path: Path, peer: str) -> tuple[list[str], set[str], str]:
     except OSError:
         return lines, sizes, why
     with f:
-        if f.readline().rstrip("\r\n") != HEADER:
-            return lines, sizes, "its CSV has no header"
+        problem = header_problem(f.readline())
+        if problem:
+            return lines, sizes, problem
         for raw in f:
             if not raw.endswith("\n"):
                 break  # cut short
