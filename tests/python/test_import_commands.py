@@ -80,6 +80,40 @@ def test_compare_and_report_imb_and_nccl_imports(runs: dict[str, Path], tmp_path
     assert "PingPong" in html.read_text()
 
 
+@pytest.mark.parametrize("tool,base_files,new_files", [
+    # four real osu_mbw_mr outputs against the same four in another order
+    ("osu", "osu/7.4-mbw_mr-r*.out", "osu/7.4-mbw_mr-r*.out"),
+    # the Soft-RoCE rig's real perftest text outputs against its --out_json and one more text
+    ("perftest", "perftest/rig/write_bw-64k-r*.txt",
+     "perftest/rig/write_bw-64k.json perftest/rig/write_bw-64k-r1.txt"),
+    # the H200's real nccl-tests text outputs against the -J files of the same three runs
+    ("nccl-tests", "nccl/2.19.6-h200-all_reduce-r*.txt", "nccl/2.19.6-h200-all_reduce-J-r*"),
+])
+def test_compare_and_report_of_real_imports(tool: str, base_files: str, new_files: str,
+                                            tmp_path: Path) -> None:
+    """Issue 38's acceptance, for each tool's real outputs: compare of two imports gives the
+    three-answer gate (its exit code says which), and report renders the comparison with the
+    imported provenance of the run it reports."""
+    def files(spec: str) -> list[Path]:
+        return [f for pat in spec.split() for f in sorted(DATA.glob(pat))]
+
+    base = imported(tmp_path / "b", tool, *files(base_files))
+    new = imported(tmp_path / "n", tool, *reversed(files(new_files)))
+    proc = cli("compare", str(base), str(new), "--format", "json")
+    res = json.loads(proc.stdout)
+    assert res["gate"] in ("regression", "no regression", "inconclusive"), proc.stderr
+    assert proc.returncode == {"regression": 1, "no regression": 0,
+                               "inconclusive": 3}[res["gate"]] == res["exit_code"]
+    assert res["points"] and all(p["n_base"] >= 2 for p in res["points"])
+    html = tmp_path / "vs.html"
+    proc = cli("report", str(new), str(base), "--out", str(html))
+    assert proc.returncode == 0, proc.stderr
+    text = html.read_text()
+    assert "Imported numbers" in text and res["gate"].upper() in text.upper()
+    for f in json.loads((new / "metadata.json").read_text())["imported"]["files"]:
+        assert f["sha256"] in text
+
+
 def test_show_plot_report_on_imported_runs(runs: dict[str, Path], tmp_path: Path) -> None:
     for name in ("march", "osu", "imb", "nccl"):
         proc = cli("show", str(runs[name]))
