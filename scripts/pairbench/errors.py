@@ -31,22 +31,25 @@ class Interrupted(UsageError):
         self.exit_code = 128 + signum
 
 
-_LONG_WORD = re.compile(r"\S{301,}")
+_LONG_WORD_MAX = 300  # a word longer than this (and than a third of the limit) is elided
 
 
 def one_line(text: str, limit: int = 1000) -> str:
     """A message as one line of bounded length that keeps its reason: newlines become
-    spaces, any word longer than 300 characters (a 10 KB option value) keeps its start and
-    its end (where a path has its file name and ':LINE:') with the middle elided, and only
-    then is the whole line cut. A path of up to 300 characters stays whole: a message names
-    the file (with 80, a pytest temporary path lost the file's name)."""
+    spaces, any word longer than 300 characters (or a third of `limit`: a 10 KB option
+    value) keeps its start and its end (where a path has its file name and ':LINE:') with
+    the middle elided, and only then is the whole line cut. A path of up to 300 characters
+    stays whole in a message: it names the file (with 80, a pytest temporary path lost the
+    file's name)."""
     flat = " ".join(text.split())
+    longest = min(_LONG_WORD_MAX, max(80, limit // 3))
+    tail = max(16, longest * 2 // 3)
 
     def elide(m: re.Match[str]) -> str:
         w = m.group(0)
-        return f"{w[:60]}...[{len(w) - 260} chars]...{w[-200:]}"
+        return f"{w[:40]}...[{len(w) - 40 - tail} chars]...{w[-tail:]}"
 
-    flat = _LONG_WORD.sub(elide, flat)
+    flat = re.sub(rf"\S{{{longest + 1},}}", elide, flat)
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
