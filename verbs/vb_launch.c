@@ -689,7 +689,13 @@ int vb_launch(struct vb_params *p, FILE *csv, FILE *env)
 			    p->side == VB_CLIENT ? p->peer_host : "");
 	if (L.sh->ndev > 1 && !p->c.quiet)
 		vb_log_assignment(&L);
-	rc = shm_sync_create(L.members, 64, shm_meet_extra_bytes(L.ep.pairs, L.max_samples), true, &L.sync);
+	/*
+	 * Made by shm_sync's helper process, as pairbench-mpi's node segment: a SIGKILL of the
+	 * launcher (a scheduler ending the job, kill -9) between shmget and IPC_RMID cannot
+	 * leave the segment behind.
+	 */
+	rc = shm_sync_create_detached(L.members, 64, shm_meet_extra_bytes(L.ep.pairs, L.max_samples),
+				      &L.sync);
 	if (rc) {
 		pb_log_error("shared-memory segment for %u processes: %s", L.members, strerror(-rc));
 		goto out;

@@ -229,6 +229,20 @@ kill-final)        # the leader killed before the final sync, after all its rows
     expect_msg "died (signal 9)"
     expect_rows "$work/o.csv" 1 1
     ;;
+kill-create)       # the launcher killed (SIGKILL, as a scheduler ends a job) inside its segment's
+    # create window, held open by the fault hook PAIRBENCH_FAULT=shmcreate:S (between shmget and
+    # IPC_RMID): shm_sync's helper owns that window, so no segment is left
+    PAIRBENCH_FAULT=shmcreate:4 start "$work/o.csv" --loopback -p $port --test write_lat -s 8 -n 10
+    n=$shm_before
+    for _ in {1..150}; do n=$(ipcs -m | grep -c '^0x' || true); [ "$n" -gt "$shm_before" ] && break; nap 0.1; done
+    [ "$n" -gt "$shm_before" ] || fail "no segment appeared within 15 s: no fault hook PAIRBENCH_FAULT=shmcreate?"
+    t0=$(now); kill -9 "$lpid"
+    finish "$t0" 3
+    expect_rc 137
+    # the window's owner ends it (at most the hook's 4 s), marks the segment removed and sees
+    # its creator gone: the segment goes with its last attachment
+    for _ in {1..100}; do n=$(ipcs -m | grep -c '^0x' || true); [ "$n" -le "$shm_before" ] && break; nap 0.1; done
+    ;;
 kill-peer-remote)  # two launchers (as on two nodes): the server's worker killed; the client notices within --timeout
     "$bin" "${common[@]}" --server -p $port --test write_lat -s 8 -w 0 -n 100000000 -o "$work/s.csv" 2>"$work/s.err" &
     spid=$!; pids+=("$spid")
