@@ -9,25 +9,15 @@ import re
 from pathlib import Path
 
 import pytest
-from test_pattern_sweep import FAKE_MPIRUN
-
-from conftest import FAKE, cli
+from test_pattern_sweep import incast_sweep
 
 VERDICT = re.compile(r"KiB\s+(\d+)\s+\S+\s+\S+\s+(PASS|FAIL)")
 
 
 @pytest.fixture(scope="module")
 def incast_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("incast")
-    mpirun = tmp / "mpirun"
-    mpirun.write_text(FAKE_MPIRUN)
-    mpirun.chmod(0o755)
-    proc = cli("sweep", "--layer", "verbs", "--test", "write_bw", "--pattern", "incast",
-               "--pairs", "1,2,3", "--sizes", "4096", "--launcher", "mpirun", "--launcher-cmd",
-               str(mpirun), "--hosts", "t0,s1,s2,s3", "--binary", str(FAKE), "--results-dir",
-               str(tmp / "res"), "--no-progress", "--probe", "write_lat")
-    assert proc.returncode == 0, proc.stderr
-    return Path(proc.stdout.strip().splitlines()[-1])
+    return incast_sweep(tmp_path_factory.mktemp("incast"), "1,2,3", "4096", "t0,s1,s2,s3",
+                        "--probe", "write_lat")
 
 
 def _accept(run: Path, tmp: Path, body: str) -> tuple[int, str]:

@@ -104,6 +104,21 @@ sys.exit(max(p.wait() for p in procs))
 '''
 
 
+def incast_sweep(tmp: Path, pairs: str, sizes: str, hosts: str, *extra: str,
+                 env: dict[str, str] | None = None) -> Path:
+    """An incast write_bw sweep of the fake executable through a fake mpirun (FAKE_MPIRUN in
+    tmp): its run directory."""
+    mpirun = tmp / "mpirun"
+    mpirun.write_text(FAKE_MPIRUN)
+    mpirun.chmod(0o755)
+    proc = cli("sweep", "--layer", "verbs", "--test", "write_bw", "--pattern", "incast",
+               "--pairs", pairs, "--sizes", sizes, "--launcher", "mpirun", "--launcher-cmd",
+               str(mpirun), "--hosts", hosts, "--binary", str(FAKE), "--results-dir",
+               str(tmp / "res"), "--no-progress", *extra, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
 def test_a_sweep_through_a_launcher_keeps_the_targets_rows(tmp_path: Path) -> None:
     """End to end with the fake executable and a fake mpirun: each point starts P + 1 ranks,
     each writes its own CSV under its node's name; data.csv holds rank 0's (the target's)
@@ -113,15 +128,7 @@ def test_a_sweep_through_a_launcher_keeps_the_targets_rows(tmp_path: Path) -> No
     all with pairs = P."""
     import csv
 
-    mpirun = tmp_path / "mpirun"
-    mpirun.write_text(FAKE_MPIRUN)
-    mpirun.chmod(0o755)
-    proc = cli("sweep", "--layer", "verbs", "--test", "write_bw", "--pattern", "incast",
-               "--pairs", "1,2", "--sizes", "8,64", "--launcher", "mpirun", "--launcher-cmd",
-               str(mpirun), "--hosts", "t0,s1,s2", "--binary", str(FAKE), "--results-dir",
-               str(tmp_path / "res"), "--no-progress", "--probe", "write_lat")
-    assert proc.returncode == 0, proc.stderr
-    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    run_dir = incast_sweep(tmp_path, "1,2", "8,64", "t0,s1,s2", "--probe", "write_lat")
     raw = sorted(p.name for p in (run_dir / "raw").glob("*.csv"))
     assert raw == ["r1-write_bw-p1.0.csv", "r1-write_bw-p1.1.csv", "r1-write_bw-p2.0.csv",
                    "r1-write_bw-p2.1.csv", "r1-write_bw-p2.2.csv"], raw
@@ -159,15 +166,8 @@ def test_every_nodes_counters_reach_counters_csv(tmp_path: Path) -> None:
     import csv
     import json
 
-    mpirun = tmp_path / "mpirun"
-    mpirun.write_text(FAKE_MPIRUN)
-    mpirun.chmod(0o755)
-    proc = cli("sweep", "--layer", "verbs", "--test", "write_bw", "--pattern", "incast",
-               "--pairs", "1,2", "--sizes", "8,64", "--launcher", "mpirun", "--launcher-cmd",
-               str(mpirun), "--hosts", "t0,s1,s2", "--binary", str(FAKE), "--results-dir",
-               str(tmp_path / "res"), "--no-progress", env={"FAKE_PB_COUNTERS": "ok"})
-    assert proc.returncode == 0, proc.stderr
-    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    run_dir = incast_sweep(tmp_path, "1,2", "8,64", "t0,s1,s2",
+                           env={"FAKE_PB_COUNTERS": "ok"})
     with open(run_dir / "counters.csv") as f:
         rows = list(csv.DictReader(f))
     hosts = {}
