@@ -32,7 +32,7 @@ from pairbench.runner.scanrows import HEADER, PartScan, part_lines, scan_part
 from pairbench.runner.schedule import round_links, total_rounds
 
 SIM = HERE.parent / "sim" / "fabric_sim.py"
-K = PARQUET_MIN_NODES  # the smallest scan whose rows are data.parquet
+K = 24  # a scan whose rows are data.parquet by --rows parquet (auto: from 256 nodes on)
 ENV = {"PB_SIM_SLOW": "n005=3,n002~n009=2", "PB_SIM_NOISE": "0.05"}
 
 
@@ -40,7 +40,8 @@ def fabric_args(tmp_path: Path, k: int, *extra: str) -> list[str]:
     return ["fabric", "--plots", "none",
             "--launcher", "mpirun", "--launcher-cmd", str(SIM), "--binary",
             sys.executable, "--hosts", ",".join(f"n{i:03d}" for i in range(k)),
-            "--test", "latency,bw", "-s", "64K", "--results-dir", str(tmp_path), *extra]
+            "--test", "latency,bw", "-s", "64K", "--results-dir", str(tmp_path), "--rows",
+            "parquet", *extra]
 
 
 def verdicts(run: Path) -> list[dict]:
@@ -194,7 +195,8 @@ def test_resume_of_a_parquet_scan_killed_mid_way_gives_the_same_verdict(
         big_scan: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "sim.pid"
     (tmp_path / "cut").mkdir()
-    envp = {**os.environ, **ENV, "PB_SIM_ROUND_S": "0.02", "PB_SIM_PIDFILE": str(pidfile),
+    half = total_rounds(K) // 2
+    envp = {**os.environ, **ENV, "PB_SIM_ROUND_S": "0.3", "PB_SIM_PIDFILE": str(pidfile),
             "PYTHONPATH": str(REPO / "scripts")}
     driver = subprocess.Popen([sys.executable, "-m", "pairbench",
                                *fabric_args(tmp_path / "cut", K)], env=envp,
@@ -206,7 +208,7 @@ def test_resume_of_a_parquet_scan_killed_mid_way_gives_the_same_verdict(
             time.sleep(0.1)
         run = next((tmp_path / "cut").glob("*"))
         csv = run / "raw" / "r1-latency-scan.csv"
-        while csv.read_bytes().count(b"\n") < 40 * (K + 1):  # about 40 rounds written
+        while csv.read_bytes().count(b"\n") < half * (K + 1):  # about half the rounds
             assert time.monotonic() < deadline and driver.poll() is None
             time.sleep(0.1)
     finally:
@@ -221,7 +223,7 @@ def test_resume_of_a_parquet_scan_killed_mid_way_gives_the_same_verdict(
     assert p.returncode == 0, p.stderr
     meta = json.loads((run / "metadata.json").read_text())
     parts = meta["scan"]["jobs"]["r1-latency"]["parts"]
-    assert parts[0]["status"] == "interrupted" and parts[1]["first"] > 20
+    assert parts[0]["status"] == "interrupted" and parts[1]["first"] > half // 2
     assert meta["status"] == "complete" and meta["resumed"]
     # each round's rows once: the interrupted part's complete rounds copied, the rest
     # from the second part
@@ -283,3 +285,19 @@ def test_the_columnar_copy_holds_exactly_the_whole_rows_read_as_the_job_wrote(
     kinds = [set(f.read_row_group(i, columns=["scope"]).column(0).to_pylist())
              for i in range(f.num_row_groups)]
     assert all(k == {"pair"} or "pair" not in k for k in kinds)
+
+
+def test_rows_auto_from_256_nodes_and_no_parquet_through_ssh(tmp_path: Path) -> None:
+    """--rows auto: data.parquet from PARQUET_MIN_NODES nodes on; --rows parquet for a verbs
+    scan through ssh (whose clients' files are collected as text) is exit 2, nothing made."""
+    from conftest import FAKE, FAKE_SSH, assert_clean_error
+    from pairbench.runner.scanparquet import rows_format
+
+    assert PARQUET_MIN_NODES == 256
+    assert rows_format(PARQUET_MIN_NODES) == "parquet"
+    assert rows_format(PARQUET_MIN_NODES - 1) == "csv"
+    p = cli("fabric", "--layer", "verbs", "--launcher", "ssh", "--launcher-cmd", str(FAKE_SSH),
+            "--binary", str(FAKE), "--hosts", "a,b,c", "--rows", "parquet", "--results-dir",
+            str(tmp_path / "res"))
+    assert_clean_error(p, "--rows parquet", "through ssh")
+    assert not (tmp_path / "res").exists() or not list((tmp_path / "res").iterdir())

@@ -99,6 +99,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the heatmaps' files: png,svg (the default), png, or none (fabric.json, "
                    "the matrices and fabric.html without pictures: drawing them is most of "
                    "the analysis's time at small K); with --render too")
+    p.add_argument("--rows", default="auto", choices=["auto", "csv", "parquet"],
+                   help="the rows file: auto (data.parquet from 256 nodes on, data.csv below; "
+                   "the default), csv, or parquet (an MPI scan, or verbs rounds through "
+                   "mpirun/srun: parsed once while each job runs, a tenth of the text's size; "
+                   "docs/fabric.md 'Rows files')")
     p.add_argument("--tolerance", type=float, default=0.10, help="a link or node is suspect "
                    "only if worse than the reference by more than this fraction (default 0.10)")
     p.add_argument("--z", type=float, default=3.5, help="...and below exp(-z x noise), noise "
@@ -268,7 +273,7 @@ def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
             if ns.lft:
                 analysis["lft"] = str(Path(ns.lft).absolute())
         n_err, new_dir = scan_to_dir(probe, ns.results_dir, analysis, ns.dry_run,
-                                     ns.confirm, signals)
+                                     ns.confirm, signals, rows=ns.rows)
         if new_dir is None:
             return 0
         run_dir, tol, z = new_dir, ns.tolerance, ns.z

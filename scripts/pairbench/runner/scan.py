@@ -452,7 +452,8 @@ def assemble_mpi(cfg: FabricConfig, run_dir: Path, meta: dict) -> int:
 
 def scan_to_dir(probe: FabricConfig, results_dir: str | None, analysis: dict,
                 dry_run: bool = False, confirm: int = 0,
-                signals: StopSignals | None = None) -> tuple[int, Path | None]:
+                signals: StopSignals | None = None,
+                rows: str = "auto") -> tuple[int, Path | None]:
     """Plan (every bad input an error before anything exists), then run the scan into a new
     run directory; (error rows, run directory). `analysis` is recorded in metadata.json for
     the outputs that are made from it. dry_run: print the plan and an estimate, run
@@ -464,6 +465,14 @@ def scan_to_dir(probe: FabricConfig, results_dir: str | None, analysis: dict,
     launcher = launchers.get(probe)
     if not launcher.remote_binary and not Path(probe.binary).is_file():
         raise UsageError(f"executable {probe.binary} not found (build it, or pass --binary)")
+    # the rows file: data.parquet from PARQUET_MIN_NODES nodes on, or as --rows says; a verbs
+    # scan through ssh collects its clients' files and writes data.csv only
+    columnar = probe.layer == "mpi" or bool(launcher.jobs)
+    if rows == "parquet" and not columnar:
+        raise UsageError("--rows parquet: a verbs scan through ssh writes data.csv only "
+                         "(Parquet rows: --layer mpi, or --launcher mpirun/srun)")
+    fmt = rows if rows in ("csv", "parquet") else (
+        rows_format(len(probe.hosts)) if columnar else "csv")
     root = repo_root()
     results = Path(results_dir).absolute() if results_dir else root / "results"
     run_dir = new_run_dir(results)
@@ -473,9 +482,7 @@ def scan_to_dir(probe: FabricConfig, results_dir: str | None, analysis: dict,
             "schedule": {"kind": "round-robin tournament (docs/fabric.md)",
                          "nodes": len(cfg.hosts), "rounds": total_rounds(len(cfg.hosts))},
             "analysis": analysis,
-            # the rows file: data.parquet from PARQUET_MIN_NODES nodes on (not through ssh)
-            "rows_format": rows_format(len(cfg.hosts)) if cfg.layer == "mpi"
-            or launcher.jobs else "csv"}
+            "rows_format": fmt}
     meta["fingerprint"] = fingerprint.gather(root, sys.argv,
                                              stop=signals.stopped if signals else None)
     atomic_write_json(run_dir / "metadata.json", meta)
