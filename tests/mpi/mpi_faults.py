@@ -22,6 +22,7 @@ their argv), no System V segment whose creator is gone (ipcs -m).
 Python standard library only.  Exit 0 = pass, 1 = fail, 77 = cannot run here.
 """
 import argparse
+import atexit
 import contextlib
 import os
 import shutil
@@ -104,6 +105,9 @@ class Job:
         """args: pairbench-mpi's options (@OUT@ = the marker path); argv(marker): a whole
         command line instead."""
         self.dir = tempfile.mkdtemp(prefix="pb-mpi-fault-")
+        # removed at the end whatever ended the case (a pass removes it at once; a case that
+        # returned early or failed left it in /tmp: 3 per test-all run)
+        atexit.register(shutil.rmtree, self.dir, True)
         self.marker = os.path.join(self.dir, "rows.csv")
         self.bin = a.bin
         self.shm_before = shm_segments()
