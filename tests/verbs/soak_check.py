@@ -10,6 +10,16 @@ usage:
   soak_check.py flap DIR AT FOR   the device's netdev (the counters series' header) down AT s
         after the soak's start for FOR s; DIR/event.txt: 'down T0 T1 up T2 T3'
         (wall-clock s before and after each action)
+  soak_check.py netem DIR DEV AT FOR [AT FOR ...]   a link that flaps on a schedule: every
+        packet leaving netdev DEV dropped (tc netem loss 100 %) AT s after the soak's start (the
+        first series in DIR) for FOR s, for each AT FOR; DIR/event.txt: one line per flap
+        'down T0 T1 up T2 T3' (wall-clock s before and after each tc command)
+  soak_check.py check-netem DIR FRACTION OTHER_DIR...   the flows in DIR (whose netdev flapped,
+        event.txt) have one stall per flap and no other: each begins within a bucket of the
+        drop (between its tc command's start and end) and ends after the link came back and at
+        most RECOVER_S after it; no flow in OTHER_DIR stalls during a flap; every row of the
+        run ok (the flows survived: RC retransmits); a retransmission counter of DIR's node
+        (completer_retry_err) moved with each flap, beside every counter that moved
   soak_check.py check-stop DIR FRACTION PAIR [AT FOR]   flow PAIR has a stall that begins within
         a bucket of the stop (event.txt, or AT s after the soak's start for FOR s: the pause
         hook) and lasts as long within two buckets; no other flow stalls with it; its row ok
@@ -33,6 +43,13 @@ import time
 from pathlib import Path
 
 HEADER = 512
+# A flow stopped by a flap resumes when its QP's next retransmission gets through: rdma_cm gives
+# RC QPs on RoCE an ack timeout of 4.096 us x 2^(16 + 1) = 0.54 s (the kernel's
+# CMA_IBOE_PACKET_LIFETIME + 1), and the emulated guest's timers and the tc command that ends
+# the flap (1-2 s to start in the guest) lag behind: measured 1.1-1.4 s after the command
+# returned in a quiet rig (results/soak-rig-2026-11-28/netem).
+RECOVER_S = 3.0
+TRAFFIC = ("_pkts", "_packets", "_bytes")  # counters that move with any traffic: not printed
 
 
 def series(path: str) -> tuple[float, float, list[tuple[int, int, int]]]:
@@ -58,10 +75,10 @@ def stalls(msgs: list[int], fraction: float) -> list[tuple[int, int]]:
     return out
 
 
-def soak_start(d: str) -> float:
+def soak_start(d: str, glob_: str = "s-*B-pair0.pbsoak") -> float:
     deadline = time.time() + 120
     while time.time() < deadline:
-        for path in glob.glob(f"{d}/s-*B-pair0.pbsoak"):
+        for path in glob.glob(f"{d}/{glob_}"):
             b = Path(path).read_bytes()[:HEADER]
             if len(b) >= 88 and struct.unpack_from("=q", b, 80)[0]:
                 return struct.unpack_from("=q", b, 80)[0] / 1e9
@@ -143,6 +160,113 @@ def flap(d: str, at_s: float, for_s: float) -> int:
     print(f"soak_check: {netdev} down {t0 - start:.2f}-{t1 - start:.2f} s, up "
           f"{t2 - start:.2f}-{t3 - start:.2f} s after the soak's start")
     return 0
+
+
+def netem(d: str, dev: str, flaps: list[tuple[float, float]]) -> int:
+    start = soak_start(d, "s-*.pbsoak")
+    if not start:
+        print(f"soak_check: FAIL: no soak series in {d} within 120 s")
+        return 1
+    tc = ["tc", "qdisc"]
+    lines = []
+    for at_s, for_s in flaps:
+        if time.time() > start + at_s + 1.0:
+            print(f"soak_check: FAIL: too late for the flap at {at_s:g} s (now "
+                  f"{time.time() - start:.1f} s after the soak's start)")
+            return 1
+        time.sleep(max(0.0, start + at_s - time.time()))
+        t0 = time.time()
+        subprocess.run([*tc, "add", "dev", dev, "root", "netem", "loss", "100%"], check=True,
+                       timeout=30)
+        t1 = time.time()
+        time.sleep(max(0.0, t0 + for_s - time.time()))
+        t2 = time.time()
+        subprocess.run([*tc, "del", "dev", dev, "root"], check=True, timeout=30)
+        t3 = time.time()
+        lines.append(f"down {t0:.6f} {t1:.6f} up {t2:.6f} {t3:.6f}")
+        print(f"soak_check: {dev} dropping {t0 - start:.2f}-{t1 - start:.2f} s, back "
+              f"{t2 - start:.2f}-{t3 - start:.2f} s after the soak's start")
+    Path(f"{d}/event.txt").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+def counter_moves(path: str) -> tuple[float, list[tuple[float, float, dict[str, int]]]]:
+    """(sample interval, [(from, to, {counter: delta}) per interval]) of a counters series."""
+    lines = Path(path).read_text().splitlines()[2:]
+    hdr, vals = lines[0].split(","), [ln.split(",") for ln in lines[1:]]
+    t = [int(v[1]) / 1e9 for v in vals]
+    out = []
+    for k in range(1, len(vals)):
+        moved = {}
+        for c in range(2, len(hdr)):
+            try:
+                dv = int(vals[k][c]) - int(vals[k - 1][c])
+            except ValueError:
+                continue
+            if dv:
+                moved[hdr[c].rsplit("/", 1)[-1]] = dv
+        out.append((t[k - 1], t[k], moved))
+    return (t[-1] - t[0]) / max(1, len(t) - 1), out
+
+
+def check_netem(d: str, fraction: float, others: list[str]) -> int:
+    flaps = [[float(x) for x in ln.split()[1:3] + ln.split()[4:6]]
+             for ln in Path(f"{d}/event.txt").read_text().splitlines()]
+    ok = True
+    ends: list[float] = [t3 + RECOVER_S for _, _, _, t3 in flaps]  # each flap's stall's end
+    for path in sorted(glob.glob(f"{d}/s-*.pbsoak")):
+        start, b, buckets = series(path)
+        st = stalls([m for m, _, _ in buckets], fraction)
+        print(f"soak_check: {Path(path).name} (flapped): {len(buckets)} buckets of {b:g} s; "
+              f"stalls: " + (", ".join(f"{a * b:.2f} s for {n * b:.2f} s" for a, n in st)
+                             or "none"))
+        for i, (t0, t1, t2, t3) in enumerate(flaps):
+            hit = [(a, n) for a, n in st if t0 - start - b - 1e-9 <= a * b <= t1 - start + b + 1e-9
+                   and t2 - start <= (a + n) * b <= t3 - start + RECOVER_S + b]
+            print(f"soak_check:   flap: dropping from {t0 - start:.2f}-{t1 - start:.2f} s, back "
+                  f"{t2 - start:.2f}-{t3 - start:.2f} s: "
+                  + (f"stall {hit[0][0] * b:.2f}-{(hit[0][0] + hit[0][1]) * b:.2f} s" if hit
+                     else "FAIL: no stall begins with it and ends after it"))
+            if hit:
+                ends[i] = start + (hit[0][0] + hit[0][1]) * b
+            ok = ok and bool(hit)
+        if len(st) != len(flaps):
+            print(f"soak_check: FAIL: {len(st)} stalls in the flapped flow, {len(flaps)} flaps")
+            ok = False
+    for od in others:
+        for path in sorted(glob.glob(f"{od}/s-*.pbsoak")):
+            start, b, buckets = series(path)
+            st = stalls([m for m, _, _ in buckets], fraction)
+            during = [(a, n) for a, n in st for (t0, _, _, _), end in zip(flaps, ends, strict=True)
+                      if start + a * b < end and start + (a + n) * b > t0]
+            print(f"soak_check: {Path(path).name} (not flapped): stalls: "
+                  + (", ".join(f"{a * b:.2f} s for {n * b:.2f} s" for a, n in st) or "none"))
+            if during:
+                print("soak_check: FAIL: a flow that was not flapped stalled during a flap")
+                ok = False
+    for rd in [d, *others]:
+        for path in glob.glob(f"{rd}/rows*.csv"):
+            with open(path, newline="") as f:
+                for r in csv.DictReader(f):
+                    if r["status"] != "ok":
+                        print(f"soak_check: FAIL: {Path(path).name} pair {r['pair_id']}: "
+                              f"{r['error']}")
+                        ok = False
+    for path in glob.glob(f"{d}/c-*.pbcnt.csv"):
+        step, moves = counter_moves(path)
+        for (t0, _, _, _), end in zip(flaps, ends, strict=True):
+            near = [(a, z, m) for a, z, m in moves if z > t0 and a < end + step]
+            moved: dict[str, int] = {}
+            for _, _, m in near:
+                for n, v in m.items():
+                    moved[n] = moved.get(n, 0) + v
+            print(f"soak_check:   counters of {Path(path).name} from the drop to the stall's end "
+                  f"(+{step:g} s): " + ", ".join(f"{n} {v:+d}" for n, v in sorted(moved.items())
+                                                 if not n.endswith(TRAFFIC)))
+            if not moved.get("completer_retry_err"):
+                print("soak_check: FAIL: no retransmission (completer_retry_err) with the flap")
+                ok = False
+    return 0 if ok else 1
 
 
 def check_stop(d: str, fraction: float, pair: int, at: float | None = None,
@@ -251,5 +375,8 @@ if __name__ == "__main__":
             "check-stop": lambda: check_stop(a[2], float(a[3]), int(a[4]),
                                              *(float(x) for x in a[5:7])),
             "check-flap": lambda: check_flap(a[2]),
+            "netem": lambda: netem(a[2], a[3], [(float(x), float(y))
+                                                for x, y in zip(a[4::2], a[5::2], strict=True)]),
+            "check-netem": lambda: check_netem(a[2], float(a[3]), a[4:]),
             "check-corrupt": lambda: check_corrupt(a[2], int(a[3]))}
     sys.exit(cmds[a[1]]())
