@@ -97,7 +97,7 @@ static void vb_cs_value(FILE *f, const char *path)
 static void vb_cs_header(struct vb_cs_state *s)
 {
 	const struct vb_cntseries_cfg *c = s->cfg;
-	static const char *const src[] = { "counters", "hw_counters" };
+	static const char *const src[VB_CNT_SOURCES] = { "counters", "hw_counters", "ethtool" };
 
 	fprintf(s->f, "# pairbench counters series 1\n# host=%s interval_s=%g", c->host, c->interval_s);
 	for (unsigned d = 0; d < c->ndev; d++)
@@ -156,6 +156,8 @@ int vb_cntseries_run(const struct vb_cntseries_cfg *cfg)
 	for (unsigned d = 0; d < cfg->ndev; d++) {
 		if (vb_counter_set_open(&s.sets[d], cfg->root, cfg->devices[d], cfg->port))
 			s.sets[d].n = 0;
+		else if (cfg->netdevs && !cfg->root)  /* a fake sysfs tree (tests) has no devices */
+			vb_counter_set_add_ethtool(&s.sets[d], cfg->netdevs[d]);
 		vb_net_open(&s.net[d], cfg->net_root, cfg->netdevs ? cfg->netdevs[d] : NULL);
 	}
 	if (!(s.f = fopen(cfg->path, "we"))) {
@@ -183,6 +185,8 @@ int vb_cntseries_run(const struct vb_cntseries_cfg *cfg)
 		pb_log_error("--counters-series: writing %s failed", cfg->path);
 	}
 out:
+	for (unsigned d = 0; s.sets && d < cfg->ndev; d++)
+		vb_counter_set_close(&s.sets[d]);
 	free(s.sets);
 	free(s.net);
 	return rc;

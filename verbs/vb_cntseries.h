@@ -3,8 +3,8 @@
  * Counters over time (--counters-series PREFIX, docs/health.md "Counters over time"): one
  * sampler process per node (forked by the launcher, so every node of a run has one: the
  * client's, the server's, every node of a --pattern) reads every file under
- * counters/ and hw_counters/ of the ports the node uses, and the statistics/ of their
- * network devices (RoCE), every --counters-interval seconds from before the workers start
+ * counters/ and hw_counters/ of the ports the node uses, and the statistics/ and the
+ * `ethtool -S` statistics (vb_ethtool.h) of their network devices (RoCE), every --counters-interval seconds from before the workers start
  * until they ended, by the names the devices have (never a fixed list).  One line per sample
  * into PREFIX-<host>.pbcnt.csv:
  *

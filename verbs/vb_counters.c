@@ -18,7 +18,8 @@
 
 #define VB_SYSFS_IB "/sys/class/infiniband"
 
-static const char *const vb_cnt_dirs[] = { "counters", "hw_counters" };
+/* the sysfs directories, then the ethtool source's name in the records */
+static const char *const vb_cnt_dirs[VB_CNT_SOURCES] = { "counters", "hw_counters", "ethtool" };
 
 static int vb_cnt_cmp(const void *a, const void *b)
 {
@@ -63,6 +64,28 @@ int vb_counter_set_open(struct vb_counter_set *cs, const char *root, const char 
 	return found ? 0 : -ENOENT;
 }
 
+int vb_counter_set_add_ethtool(struct vb_counter_set *cs, const char *netdev)
+{
+	int rc;
+
+	if (!netdev || !netdev[0])
+		return 0;
+	if ((rc = vb_ethtool_open(&cs->eth, netdev)))
+		return rc;
+	cs->eth_first = cs->n;
+	for (unsigned i = 0; i < cs->eth.n && cs->n < VB_CNT_MAX; i++) {
+		memcpy(cs->name[cs->n], cs->eth.name[i], VB_CNT_NAME);
+		cs->source[cs->n++] = VB_CNT_ETHTOOL;
+	}
+	cs->eth_n = cs->n - cs->eth_first;
+	return 0;
+}
+
+void vb_counter_set_close(struct vb_counter_set *cs)
+{
+	vb_ethtool_close(&cs->eth);
+}
+
 /* One counter file: a decimal integer.  false when unreadable (some hw_counters refuse: EOPNOTSUPP). */
 static bool vb_cnt_value(const char *path, int64_t *v)
 {
@@ -90,17 +113,31 @@ void vb_counter_set_read(const struct vb_counter_set *cs, const char *root, int6
 	char path[PATH_MAX];
 
 	for (unsigned i = 0; i < cs->n; i++) {
+		if (cs->source[i] == VB_CNT_ETHTOOL)
+			continue;
 		snprintf(path, sizeof(path), "%s/%s/ports/%u/%s/%s", root ? root : VB_SYSFS_IB, cs->device,
 			 cs->port, vb_cnt_dirs[cs->source[i]], cs->name[i]);
 		vals[i] = 0;
 		ok[i] = vb_cnt_value(path, &vals[i]);
+	}
+	if (cs->eth.n) {
+		int64_t eth[VB_CNT_MAX > 0 ? VB_CNT_MAX : 1];
+		int64_t *all = cs->eth.n <= VB_CNT_MAX ? eth : malloc(cs->eth.n * sizeof(*all));
+		bool got = all && !vb_ethtool_read(&cs->eth, all);
+
+		for (unsigned k = 0; k < cs->eth_n; k++) {
+			vals[cs->eth_first + k] = got ? all[k] : 0;
+			ok[cs->eth_first + k] = got;
+		}
+		if (all != eth)
+			free(all);
 	}
 }
 
 void vb_counter_set_json(FILE *f, const struct vb_counter_set *cs, uint64_t msg_size_bytes,
 			 const int64_t *after, const bool *ok, bool *first)
 {
-	for (unsigned s = 0; s < 2; s++) {
+	for (unsigned s = 0; s < VB_CNT_SOURCES; s++) {
 		bool any = false;
 
 		for (unsigned i = 0; i < cs->n; i++) {
@@ -122,8 +159,8 @@ void vb_counter_set_json(FILE *f, const struct vb_counter_set *cs, uint64_t msg_
 	}
 }
 
-int vb_counters_init(struct vb_counters *c, const char *const *devices, unsigned ndev, unsigned port,
-		     const char *root, FILE *out)
+int vb_counters_init(struct vb_counters *c, const char *const *devices, const char *const *netdevs,
+		     unsigned ndev, unsigned port, const char *root, FILE *out)
 {
 	memset(c, 0, sizeof(*c));
 	c->root = root;
@@ -132,9 +169,17 @@ int vb_counters_init(struct vb_counters *c, const char *const *devices, unsigned
 	c->set = calloc(ndev ? ndev : 1, sizeof(*c->set));
 	if (!c->set)
 		return -ENOMEM;
-	for (unsigned d = 0; d < ndev; d++)
-		if (!vb_counter_set_open(&c->set[c->nset], root, devices[d], port))
-			c->nset++;
+	for (unsigned d = 0; d < ndev; d++) {
+		struct vb_counter_set *cs = &c->set[c->nset];
+
+		if (vb_counter_set_open(cs, root, devices[d], port))
+			continue;
+		if (netdevs && vb_counter_set_add_ethtool(cs, netdevs[d]) == -ENOMEM) {
+			vb_counter_set_close(cs);
+			continue;
+		}
+		c->nset++;
+	}
 	return 0;
 }
 
@@ -142,6 +187,8 @@ void vb_counters_free(struct vb_counters *c)
 {
 	if (!c)
 		return;
+	for (unsigned d = 0; d < c->nset; d++)
+		vb_counter_set_close(&c->set[d]);
 	free(c->set);
 	c->set = NULL;
 	c->nset = 0;

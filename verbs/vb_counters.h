@@ -14,10 +14,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define VB_CNT_MAX 192           /* counters per device port, both directories together */
-#define VB_CNT_NAME 48
+#include "vb_ethtool.h"
 
-enum vb_cnt_source { VB_CNT_PORT, VB_CNT_HW };   /* counters/, hw_counters/ */
+#define VB_CNT_MAX 512           /* counters per device port, every source together */
+#define VB_CNT_NAME VB_ETH_NAME
+
+/* counters/, hw_counters/, and the port's network device's `ethtool -S` (vb_ethtool.h) */
+enum vb_cnt_source { VB_CNT_PORT, VB_CNT_HW, VB_CNT_ETHTOOL, VB_CNT_SOURCES };
 
 /* The counters of one device port and their values at the last "before" read. */
 struct vb_counter_set {
@@ -28,6 +31,8 @@ struct vb_counter_set {
 	unsigned char source[VB_CNT_MAX];
 	int64_t before[VB_CNT_MAX];
 	bool before_ok[VB_CNT_MAX];
+	struct vb_ethtool eth;   /* its names are cs->name[eth_first ...) */
+	unsigned eth_first, eth_n;
 };
 
 /*
@@ -36,6 +41,14 @@ struct vb_counter_set {
  * directory (nothing to record).  Names beyond VB_CNT_MAX are left out.
  */
 int vb_counter_set_open(struct vb_counter_set *cs, const char *root, const char *device, unsigned port);
+
+/*
+ * Add the `ethtool -S` statistics of the port's network device NETDEV (RoCE; NULL or "": none)
+ * after the sysfs ones, as many as fit in VB_CNT_MAX.  0, or -errno of vb_ethtool_open (a
+ * device without statistics adds nothing and is 0).  vb_counter_set_close releases them.
+ */
+int vb_counter_set_add_ethtool(struct vb_counter_set *cs, const char *netdev);
+void vb_counter_set_close(struct vb_counter_set *cs);
 
 /* Read every counter of cs into vals[i]; ok[i] false where the file could not be read. */
 void vb_counter_set_read(const struct vb_counter_set *cs, const char *root, int64_t *vals, bool *ok);
@@ -59,11 +72,12 @@ struct vb_counters {
 };
 
 /*
- * One set per device name that has counters (devices without are skipped).
+ * One set per device name that has counters (devices without are skipped), with the
+ * `ethtool -S` statistics of netdevs[d] (NULL, or "" for a device: none).
  * 0 or -ENOMEM.  vb_counters_free() releases it (NULL-safe).
  */
-int vb_counters_init(struct vb_counters *c, const char *const *devices, unsigned ndev, unsigned port,
-		     const char *root, FILE *out);
+int vb_counters_init(struct vb_counters *c, const char *const *devices, const char *const *netdevs,
+		     unsigned ndev, unsigned port, const char *root, FILE *out);
 void vb_counters_free(struct vb_counters *c);
 
 /* The point's edge: before (after = false) records the values, after writes the deltas. 0 or -EIO. */

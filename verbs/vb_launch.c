@@ -432,11 +432,14 @@ static int vb_worker_measure(struct vb_launch *L, struct vb_worker *w)
 	/* Member 0 reads the node's counters: the leader, or the first server of a node that
 	 * only serves (--server, a --pattern node without clients): both ends of every flow. */
 	if (w->member == 0 && L->counters) {
-		const char *names[VB_MAX_DEVS];
+		const char *names[VB_MAX_DEVS], *nets[VB_MAX_DEVS];
 
-		for (unsigned d = 0; d < L->sh->ndev; d++)
+		for (unsigned d = 0; d < L->sh->ndev; d++) {
 			names[d] = L->sh->dev[d].device;
-		if (!vb_counters_init(&counters, names, L->sh->ndev, (unsigned)p->ib_port, NULL, L->counters))
+			nets[d] = L->sh->dev[d].netdev;
+		}
+		if (!vb_counters_init(&counters, names, nets, L->sh->ndev, (unsigned)p->ib_port, NULL,
+				      L->counters))
 			w->counters = &counters;
 	}
 	rc = vb_soak_create(w);

@@ -112,3 +112,19 @@ def test_flags_follow_the_rows_device() -> None:
                          "source": "hw_counters", "deltas": {"rcvd_seq_err": 0}}]}
     flag_counters(rows, rec)
     assert [r["flags"] for r in rows] == ["", "error_counters", "error_counters"]
+
+
+@pytest.mark.parametrize("name, cls", [
+    # a network device's ethtool -S names (source ethtool), classed by their words
+    ("rx_prio3_pause", "congestion"), ("tx_pause_ctrl_phy", "congestion"),
+    ("rx_crc_errors_phy", "error"), ("rx_discards_phy", "error"),
+    ("rx_queue_*_drops", "error"), ("link_down_events_phy", "error"),
+    ("rx*_packets", "data"), ("tx-*.tx_bytes", "data"),
+    ("peer_ifindex", "other"), ("ch*_events", "other"),
+    # words, not substrings: rxe's ack_deferred is no error
+    ("ack_deferred", "other"),
+    # the named sets first: rdma_sends is data, np_cnp_sent congestion, send_err error
+    ("rdma_sends", "data"), ("np_cnp_sent", "congestion"), ("send_err", "error"),
+])
+def test_counter_class_of_names_outside_the_sets(name: str, cls: str) -> None:
+    assert counter_class(name) == cls

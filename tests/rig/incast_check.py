@@ -15,7 +15,7 @@ usage:
       - the victim probe (scope=probe, on a sender node) has its loaded p50 and p99 and its idle
         twin's, and the p99 inflation is measured (>= 100 loaded samples);
       - every node's record has the port counters of the point, the target's responder side
-        included (its rcvd_pkts moved).
+        included (its rcvd_pkts moved), and its network device's ethtool -S statistics.
 Exit 0 when it holds, 1 otherwise, saying what was seen."""
 
 from __future__ import annotations
@@ -104,8 +104,11 @@ def main(d: str, tag: str, senders: int, limit: float, mtu: int) -> int:
             bad(f"node{i}'s record has no port counters")
             continue
         moved = {n: v for c in cnt for n, v in c["deltas"].items() if v}
-        print(f"incast_check: node{i} ({cnt[0]['device']}) counters that moved: "
-              + ", ".join(f"{n} {v:+d}" for n, v in sorted(moved.items())))
+        sources = sorted({c["source"] for c in cnt})
+        print(f"incast_check: node{i} ({cnt[0]['device']}; {', '.join(sources)}) counters that "
+              "moved: " + ", ".join(f"{n} {v:+d}" for n, v in sorted(moved.items())))
+        if "ethtool" not in sources:  # the nodes' veths have ethtool -S statistics
+            bad(f"node{i}'s record has no ethtool statistics of its network device")
         if i == 0 and not moved.get("rcvd_pkts"):
             bad("the target's responder side recorded no received packets")
     return 0 if ok else 1

@@ -73,7 +73,7 @@ int main(void)
 	CHECK_STR(cs.name[2], "broken");
 	CHECK_STR(cs.name[3], "out_of_sequence");
 
-	CHECK_EQ_INT(vb_counters_init(&c, devs, 2, 1, root, out), 0);
+	CHECK_EQ_INT(vb_counters_init(&c, devs, NULL, 2, 1, root, out), 0);
 	CHECK_EQ_INT(c.nset, 1);                   /* the device without counters is skipped */
 	CHECK_EQ_INT(vb_counters_edge(&c, 4096, false), 0);
 	put("mlx5_0/ports/1/counters/port_xmit_data", "1600\n");

@@ -1,14 +1,17 @@
 """Port counters as pairbench records them (issue 25; docs/health.md): the tidy
 counters.csv of a run and the class of every counter name the devices expose.
 
-pairbench-verbs reads /sys/class/infiniband/DEV/ports/PORT/counters/* and hw_counters/*
-just before and after each point's timed window (verbs/vb_counters.c) and writes the deltas
+pairbench-verbs reads /sys/class/infiniband/DEV/ports/PORT/counters/* and hw_counters/*,
+and the `ethtool -S` statistics of the port's network device (source `ethtool`; per-queue
+ones summed under a name with "*" for the index: verbs/vb_ethtool.h), just before and after
+each point's timed window (verbs/vb_counters.c) and writes the deltas
 into its --env-json record ("counters"); the driver gathers them into counters.csv, one
 row per (repetition, point, device, port, counter). A counter's class says what its
 movement means: `error` (the link or the transport misbehaved: symbol errors, link downs,
 receive errors, discards, retransmissions, out-of-sequence packets, RNR), `congestion`
-(ECN/CNP marks), `data` (bytes and packets: cross-checked against what the point moved)
-and `other` (everything else, recorded but not judged).
+(ECN/CNP marks, pause frames), `data` (bytes and packets: cross-checked against what the
+point moved) and `other` (everything else, recorded but not judged). Names the sets below do
+not list are classed by their words (CONGESTION_WORDS, ERROR_WORDS, DATA_ENDINGS).
 """
 
 from __future__ import annotations
@@ -56,13 +59,31 @@ XMIT_BYTES = "port_xmit_data"
 XMIT_PACKETS = ("sent_pkts", "port_xmit_packets")
 
 
+# Names outside the sets above (a network device's `ethtool -S` statistics, whose names each
+# driver chooses: rx_prio3_pause, rx_crc_errors_phy, rx_queue_*_drops, ...) are classed by
+# the words in them (a word begins with one of these; words are split at "_", "-", "." and
+# spaces: ack_deferred has no error word), checked in this order.
+CONGESTION_WORDS = ("pause", "pfc", "ecn", "cnp")
+ERROR_WORDS = ("err", "drop", "discard", "crc", "fcs", "symbol", "timeout")
+ERROR_PHRASES = ("link_down",)  # mlx5's link_down_events_phy: the flap a soak looks for
+DATA_ENDINGS = ("_packets", "_bytes", "_pkts")
+
+
 def counter_class(name: str) -> str:
     """error, congestion, data or other."""
     if name in ERROR_COUNTERS:
         return "error"
     if name in CONGESTION_COUNTERS:
         return "congestion"
-    return "data" if name in DATA_COUNTERS else "other"
+    if name in DATA_COUNTERS:
+        return "data"
+    low = name.lower()
+    words = low.replace("-", "_").replace(".", "_").replace(" ", "_").split("_")
+    if any(w.startswith(CONGESTION_WORDS) for w in words):
+        return "congestion"
+    if any(w.startswith(ERROR_WORDS) for w in words) or any(x in low for x in ERROR_PHRASES):
+        return "error"
+    return "data" if low.endswith(DATA_ENDINGS) else "other"
 
 
 # The data check (docs/health.md, "Data counters"): a device's data counters over a
