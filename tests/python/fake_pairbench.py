@@ -21,7 +21,8 @@ columns name the pair with the highest p50 / lowest bandwidth.
   FAKE_PB_SLOW_TEST  sleep only for this test name (with FAKE_PB_MODE=slow)
   FAKE_PB_OVERSUB_PAIRS  runs with at least this many pairs carry the flag oversubscribed
                  on every row, as the executables write it (core/pb_flags.h)
-  FAKE_PB_COUNTERS  ok|error|extra: port counters in the --env-json record (fake_counters)
+  FAKE_PB_COUNTERS  ok|error|extra|congestion: port counters in the --env-json record
+                 (fake_counters)
   FAKE_PB_LOG    append the argv (one JSON list a line) to this file
 With -d DEV,DEV (verbs), pairs go round-robin over the devices: every row names its device and
 a point on two or more devices gets one scope=device aggregate per device (core/pb_engine.c).
@@ -206,9 +207,11 @@ def usage(msg: str) -> int:
 
 
 def fake_counters(rows: list[dict], sizes: list[int]) -> list[dict]:
-    """FAKE_PB_COUNTERS=ok|error|extra: the "counters" records pairbench-verbs writes
-    (docs/health.md), rxe's names on device fake0: packets as the pairs' rows say they moved
-    (1024 B MTU); error: out_of_seq_request moves at the last size; extra: 10x the packets."""
+    """FAKE_PB_COUNTERS=ok|error|extra|congestion: the "counters" records pairbench-verbs
+    writes (docs/health.md), rxe's names on device fake0: packets as the pairs' rows say they
+    moved (1024 B MTU); error: out_of_seq_request moves at the last size; extra: 10x the
+    packets; congestion: np_cnp_sent 5 per pair row and, from the ethtool source,
+    rx_prio3_pause 7 and rx_crc_errors_phy 0."""
     how = os.environ["FAKE_PB_COUNTERS"]
     out = []
     for size in sizes:
@@ -216,10 +219,17 @@ def fake_counters(rows: list[dict], sizes: list[int]) -> list[dict]:
                    for r in rows if r["msg_size_bytes"] == str(size) and r["pair_id"] != "all")
         pkts = int(msgs * max(1, -(-size // 1024))) * (10 if how == "extra" else 1)
         err = 12 if how == "error" and size == sizes[-1] else 0
+        deltas = {"sent_pkts": pkts, "rcvd_pkts": pkts, "out_of_seq_request": err,
+                  "rdma_sends": 0}
+        if how == "congestion":
+            deltas["np_cnp_sent"] = 5 * sum(1 for r in rows if r["msg_size_bytes"] == str(size)
+                                            and r["pair_id"] != "all")
         out.append({"msg_size_bytes": size, "device": "fake0", "port": 1,
-                    "source": "hw_counters",
-                    "deltas": {"sent_pkts": pkts, "rcvd_pkts": pkts, "out_of_seq_request": err,
-                               "rdma_sends": 0}})
+                    "source": "hw_counters", "deltas": deltas})
+        if how == "congestion":
+            out.append({"msg_size_bytes": size, "device": "fake0", "port": 1,
+                        "source": "ethtool",
+                        "deltas": {"rx_prio3_pause": 7, "rx_crc_errors_phy": 0}})
     return out
 
 

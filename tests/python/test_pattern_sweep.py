@@ -183,6 +183,41 @@ def test_every_nodes_counters_reach_counters_csv(tmp_path: Path) -> None:
     assert [(c["rank"], c["host"]) for c in p2["rank_counters"]] == [(1, "s1"), (2, "s2")]
 
 
+def test_the_congestion_section_names_the_counters_per_point_and_node(tmp_path: Path) -> None:
+    """show's CONGESTION AND ERROR COUNTERS panel and report's section (issue 35 item 6): per
+    point of the incast curve, every node whose congestion or error counters moved, with the
+    counters (hw_counters' and the network device's ethtool statistics) and their deltas; a
+    run where none moved says so."""
+    (tmp_path / "c").mkdir()
+    (tmp_path / "q").mkdir()
+    run_dir = incast_sweep(tmp_path / "c", "1,2", "8", "t0,s1,s2",
+                           env={"FAKE_PB_COUNTERS": "congestion"})
+    show = cli("show", str(run_dir), "--width", "200")
+    assert show.returncode == 0, show.stderr
+    text = " ".join(show.stdout.split())
+    assert "CONGESTION AND ERROR COUNTERS" in show.stdout
+    assert "2 point(s) with port counters: a congestion counter moved at 2, an error counter at 0" \
+        in text
+    # the target's pair rows (P of them) and each sender's: np_cnp_sent 5 per row
+    assert "write_bw 8 B 2 pair(s): t0 fake0/1: congestion np_cnp_sent +10, rx_prio3_pause +7" \
+        in text, text
+    assert "write_bw 8 B 2 pair(s): s2 fake0/1: congestion" in text
+    assert "write_bw 8 B 1 pair(s): s1 fake0/1" in text
+    assert "rx_crc_errors_phy" not in text  # did not move
+    rep = cli("report", str(run_dir), "--out", str(tmp_path / "r.html"))
+    assert rep.returncode == 0, rep.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "Congestion and error counters" in html
+    assert "np_cnp_sent +10, rx_prio3_pause +7" in html
+
+    quiet = incast_sweep(tmp_path / "q", "1", "8", "t0,s1", env={"FAKE_PB_COUNTERS": "ok"})
+    rep = cli("report", str(quiet), "--out", str(tmp_path / "q.html"))
+    assert rep.returncode == 0, rep.stderr
+    assert "No congestion or error counter moved at any point." in (tmp_path / "q.html").read_text()
+    show = cli("show", str(quiet), "--width", "200")
+    assert "a congestion counter moved at 0, an error counter at 0" in " ".join(show.stdout.split())
+
+
 def test_a_rank_without_output_adds_nothing(tmp_path: Path) -> None:
     """pattern_rows: a rank whose CSV is missing (its node died) adds no row and no error
     (the point's failure reason says why); a rank whose record is missing keeps its ids."""

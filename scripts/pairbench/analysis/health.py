@@ -1,5 +1,7 @@
 """Port counters of a run, judged (issue 25; docs/health.md): which error-class counters
-moved at which point, and whether the data counters agree with what the point says it moved.
+moved at which point, which congestion and error counters moved where (the congestion
+section of show and report: issue 35), and whether the data counters agree with what the
+point says it moved.
 
 counters.csv (pairbench.contract.counters) holds one delta per (repetition, point, device,
 port, counter), read by pairbench-verbs just before and after each point's timed window.
@@ -64,6 +66,52 @@ def moved_lines(df: pd.DataFrame, cls: str = "error", limit: int = 20) -> list[s
     if len(m) > limit:
         out.append(f"... and {len(m) - limit} more")
     return out
+
+
+POINT = ["test", "variant", "msg_size_bytes", "pairs"]
+WHERE = ["host", "device", "port"]
+
+
+def congestion_points(df: pd.DataFrame | None) -> list[dict]:
+    """Per point (test, variant, size, pairs) and per node's device port (host, device,
+    port), the congestion and error counters that moved, their deltas summed over the
+    repetitions: [{test, variant, size, pairs, host, device, port, repetitions,
+    congestion: [(counter, delta)], error: [(counter, delta)]}], by point then node, each list
+    largest |delta| first. Only ports where such a counter moved; [] without counters."""
+    if df is None or df.empty:
+        return []
+    m = df[df["class"].isin(("congestion", "error")) & (df["delta"] != 0)]
+    if m.empty:
+        return []
+    reps = df.groupby(POINT + WHERE, sort=False)["repetition"].nunique()
+    sums = m.groupby(POINT + WHERE + ["class", "counter"], sort=False)["delta"].sum()
+    out: dict[tuple, dict] = {}
+    for key, delta in sums.items():
+        *point_where, cls, counter = key
+        k = tuple(point_where)
+        e = out.get(k)
+        if e is None:
+            test, variant, size, pairs, host, device, port = k
+            e = out[k] = {"test": test, "variant": variant, "size": int(size),
+                          "pairs": int(pairs), "host": host, "device": device, "port": port,
+                          "repetitions": int(reps.get(k, 0)), "congestion": [], "error": []}
+        e[cls].append((str(counter), int(delta)))
+    for e in out.values():
+        for cls in ("congestion", "error"):
+            e[cls].sort(key=lambda x: (-abs(x[1]), x[0]))
+    return sorted(out.values(), key=lambda e: (e["test"], e["variant"], e["size"], e["pairs"],
+                                               e["host"], e["device"], e["port"]))
+
+
+def congestion_summary(df: pd.DataFrame | None) -> tuple[int, int, int]:
+    """(points with counters, of which with a congestion counter that moved, with an error
+    counter that moved)."""
+    if df is None or df.empty:
+        return 0, 0, 0
+    points = df.groupby(POINT).ngroups
+    m = df[df["delta"] != 0]
+    return (points, m[m["class"] == "congestion"].groupby(POINT).ngroups,
+            m[m["class"] == "error"].groupby(POINT).ngroups)
 
 
 def error_counter_rows(run: Path | None, meta: dict) -> list[dict]:

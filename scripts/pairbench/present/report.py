@@ -38,7 +38,7 @@ from pairbench.contract.sizes import size_label
 from pairbench.contract.testtable import TestTable
 from pairbench.errors import UsageError
 from pairbench.io.safeio import write_output
-from pairbench.present import findings, fmt
+from pairbench.present import congestion, findings, fmt
 from pairbench.present.compare import method_lines
 from pairbench.present.plot import plot_runs, run_label
 
@@ -205,6 +205,21 @@ def devices_section(df: pd.DataFrame) -> Section | None:
     sec.paragraphs.append("Each device's aggregate is computed over its own pairs' global "
                           "window; fairness is Jain's index over the devices' bandwidth.")
     sec.tables.append(Table(head, rows, [False] * 4 + [False, True]))
+    return sec
+
+
+def congestion_section(run: Path) -> Section | None:
+    """Which congestion and error counters moved at which point on which node (issue 35);
+    None for a run without counters.csv."""
+    got = congestion.table(run) if run.is_dir() else None
+    if got is None:
+        return None
+    text, rows = got
+    sec = Section("Congestion and error counters", paragraphs=[text])
+    if rows:
+        sec.tables.append(Table(congestion.HEAD, rows, congestion.NUMERIC))
+    else:
+        sec.paragraphs.append("No congestion or error counter moved at any point.")
     return sec
 
 
@@ -493,6 +508,9 @@ def build_report(run: Path, base: Path | None, extra: list[tuple[str, str]] | No
     if base is not None:
         sections.append(changed_section(base_meta, meta))
         sections.append(compare_section(res, cmp_error, str(base)))
+    cong = congestion_section(run)
+    if cong is not None:
+        sections.append(cong)
     host = host_canary_section(meta, base_meta if base is not None else None)
     if host is not None:
         sections.append(host)

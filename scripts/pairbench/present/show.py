@@ -15,7 +15,7 @@ from pairbench.contract import testtable
 from pairbench.contract.schema import load_metadata
 from pairbench.errors import UsageError
 from pairbench.present import cntseries as cntout
-from pairbench.present import findings
+from pairbench.present import congestion, findings
 from pairbench.present import soak as soakout
 from pairbench.present.plot import run_label
 
@@ -71,6 +71,10 @@ def render(run: Path, base: Path | None, color: bool, width: int | None) -> str:
     if stability:  # a soak (issue 36; docs/methodology.md "Soak")
         con.print(Panel("\n".join(f"• {line}" for line in stability),
                         title="STABILITY (soak)", title_align="left"))
+    cong = congestion.lines(run) if run.is_dir() else []
+    if cong:  # every node's port counters per point (docs/health.md)
+        con.print(Panel("\n".join(f"• {line}" for line in cong),
+                        title="CONGESTION AND ERROR COUNTERS", title_align="left"))
     counters = cntout.summary_lines(run) if run.is_dir() else []
     if counters:  # every node's counters over time (docs/health.md "Counters over time")
         con.print(Panel("\n".join(f"• {line}" for line in counters),
