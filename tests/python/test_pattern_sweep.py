@@ -218,6 +218,28 @@ def test_the_congestion_section_names_the_counters_per_point_and_node(tmp_path: 
     assert "a congestion counter moved at 0, an error counter at 0" in " ".join(show.stdout.split())
 
 
+def test_the_incast_figure_has_all_three_panels(tmp_path: Path) -> None:
+    """The incast curve's figure (present/patternplot.py, as `pairbench plot` and `report`
+    draw it, no known limit): the target aggregate, the victim's inflation and every flow's
+    share, each panel with the run's points (the last two were drawn only when a known limit
+    was given: empty in every plot the driver made)."""
+    from pairbench.analysis.load import load_run
+    from pairbench.present.patternplot import plot_patterns
+    from pairbench.present.plot import _pyplot
+
+    run_dir = incast_sweep(tmp_path, "1,2,3", "4096", "t0,s1,s2,s3", "--probe", "write_lat")
+    figs = []
+    plot_patterns([("run", load_run(run_dir), {})], tmp_path, [],
+                  lambda fig, out, name, written: figs.append((name, fig)), _pyplot)
+    assert [n for n, _ in figs] == ["verbs-write_bw-incast-4096-pattern"]
+    agg, infl, share = figs[0][1].axes
+    assert list(agg.lines[0].get_xdata()) == [1, 2, 3]
+    p50 = [ln for ln in infl.lines if ln.get_label() == "p50"]
+    assert len(p50) == 1 and list(p50[0].get_xdata()) == [1, 2, 3]
+    dots = share.collections[0].get_offsets()
+    assert sorted(int(x) for x, _ in dots) == [1, 2, 2, 3, 3, 3]  # one dot per flow
+
+
 def test_a_rank_without_output_adds_nothing(tmp_path: Path) -> None:
     """pattern_rows: a rank whose CSV is missing (its node died) adds no row and no error
     (the point's failure reason says why); a rank whose record is missing keeps its ids."""

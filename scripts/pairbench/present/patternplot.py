@@ -55,12 +55,12 @@ def plot_patterns(runs: list[tuple[str, pd.DataFrame, dict]], out: Path, written
             pt = df[(df["layer"] == layer) & (df["test"] == test) & (df["pattern"] == pattern)
                     & (df["msg_size_bytes"] == size) & (df["status"] == "ok")]
             _aggregate(axes[0], pt, label, len(runs) > 1)
+            _inflation(axes[1], pt, label, len(runs) > 1)
+            _shares(axes[2], pt, label, len(runs) > 1)
         if limit_gbit_s:
             axes[0].axhline(limit_gbit_s, color="black", linestyle="--",
                             label=f"known limit {limit_gbit_s:g} Gbit/s")
             axes[0].set_ylim(0, max(axes[0].get_ylim()[1], limit_gbit_s * 1.08))
-            _inflation(axes[1], pt, label, len(runs) > 1)
-            _shares(axes[2], pt, label, len(runs) > 1)
         senders = sorted({int(p) for _l, df, _m in runs for p in
                           df.loc[(df["pattern"] == pattern), "pairs"].dropna().unique()})
         for ax in axes:
