@@ -181,6 +181,27 @@ def test_every_nodes_counters_reach_counters_csv(tmp_path: Path) -> None:
     meta = json.loads((run_dir / "metadata.json").read_text())
     p2 = next(p for p in meta["points"] if p["pairs"] == 2)
     assert [(c["rank"], c["host"]) for c in p2["rank_counters"]] == [(1, "s1"), (2, "s2")]
+    assert p2["pattern_nodes"] == ["t0", "s1", "s2"]
+    assert [c["node"] for c in p2["rank_counters"]] == ["s1", "s2"]
+
+
+def test_counters_csv_names_a_pattern_node_not_the_machine() -> None:
+    """Nodes that share one machine (the rig's K nodes in one VM: every record's host is the
+    VM's name) stay apart in counters.csv: its host is the rank's name in the point's host
+    file, as the rows name it; a point without one keeps the record's host."""
+    from pairbench.runner.collect import counter_rows
+
+    rec = {"host": "virtme-ng", "layer": "verbs", "test": "write_bw",
+           "counters": [{"msg_size_bytes": 4096, "device": "pbrxe0", "port": 1,
+                         "source": "hw_counters", "deltas": {"duplicate_request": 5}}]}
+    other = {**rec, "counters": [{**rec["counters"][0], "device": "pbrxe1"}]}
+    point = {"name": "p", "pairs": 1, "repetition": 1, "env_record": rec,
+             "pattern_nodes": ["node0", "node1"],
+             "rank_counters": [{**other, "rank": 1, "node": "node1"}]}
+    rows = counter_rows({"points": [point]}, "run")
+    assert [(r["host"], r["device"]) for r in rows] == [("node0", "pbrxe0"), ("node1", "pbrxe1")]
+    plain = {k: v for k, v in point.items() if k not in ("pattern_nodes", "rank_counters")}
+    assert [r["host"] for r in counter_rows({"points": [plain]}, "run")] == ["virtme-ng"]
 
 
 def test_the_congestion_section_names_the_counters_per_point_and_node(tmp_path: Path) -> None:

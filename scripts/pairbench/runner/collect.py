@@ -348,17 +348,31 @@ def read_rows(path: Path) -> list[Row]:
         return []
 
 
+def pattern_nodes(point: Point) -> list[str]:
+    """A pattern point's nodes by rank: the first word of each line of its host file (the
+    names its rows' host column carries); [] for a point without one."""
+    for path, text in point.files:
+        if path.endswith(".hosts"):
+            return [ln.split()[0] for ln in text.splitlines() if ln.split()]
+    return []
+
+
 def rank_counters(point: Point, run_dir: Path) -> list[dict]:
     """The counter records of a pattern point's other ranks (every node but rank 0's, whose
-    whole record is the point's env_record): [{rank, host, layer, test, counters}], one per
-    rank whose --env-json has counters; [] for a point of one rank."""
+    whole record is the point's env_record): [{rank, host, node, layer, test, counters}],
+    one per rank whose --env-json has counters (node: the rank's name in the point's host
+    file, as its rows name it; host: the record's, the machine's name); [] for a point of
+    one rank."""
     out = []
+    nodes = pattern_nodes(point)
     for rank in range(1, point.ranks if point.env_json else 0):
         rec = _env_record(replace(point, env_json=_rank_path(point.env_json or "", rank)),
                           run_dir)
         if rec and isinstance(rec.get("counters"), list):
-            out.append({"rank": rank, "host": rec.get("host"), "layer": rec.get("layer"),
-                        "test": rec.get("test"), "counters": rec["counters"]})
+            out.append({"rank": rank, "host": rec.get("host"),
+                        "node": nodes[rank] if rank < len(nodes) else None,
+                        "layer": rec.get("layer"), "test": rec.get("test"),
+                        "counters": rec["counters"]})
     return out
 
 
@@ -371,14 +385,17 @@ def counter_rows(meta: dict, run_id: str) -> list[Row]:
     for p in meta.get("points") or []:
         if not isinstance(p, dict):
             continue
-        recs = [p.get("env_record"), *(p.get("rank_counters") or [])]
-        for rec in recs:
-            rows += _counter_rows_of(p, rec, run_id)
+        nodes = p.get("pattern_nodes") or [None]
+        recs = [(p.get("env_record"), nodes[0]),
+                *((r, r.get("node")) for r in p.get("rank_counters") or [] if isinstance(r, dict))]
+        for rec, node in recs:
+            rows += _counter_rows_of(p, rec, run_id, node)
     return rows
 
 
-def _counter_rows_of(p: dict, rec: object, run_id: str) -> list[Row]:
-    """The counters.csv rows of one node's record of point p."""
+def _counter_rows_of(p: dict, rec: object, run_id: str, node: str | None = None) -> list[Row]:
+    """The counters.csv rows of one node's record of point p; host: the pattern node's name
+    (node) where the point has one, else the record's host."""
     rows: list[Row] = []
     if not isinstance(rec, dict) or not isinstance(rec.get("counters"), list):
         return rows
@@ -391,7 +408,7 @@ def _counter_rows_of(p: dict, rec: object, run_id: str) -> list[Row]:
                 "variant": str(c.get("variant") or ""),
                 "msg_size_bytes": str(c.get("msg_size_bytes", "")),
                 "pairs": str(p.get("pairs", "")), "qps": _qps_cell(p),
-                "host": str(rec.get("host") or ""), "device": str(c.get("device", "")),
+                "host": str(node or rec.get("host") or ""), "device": str(c.get("device", "")),
                 "port": str(c.get("port", "")), "source": str(c.get("source", ""))}
         for name, delta in sorted(c["deltas"].items()):
             rows.append({**base, "counter": str(name), "class": counter_class(str(name)),

@@ -30,6 +30,7 @@ from pairbench.runner.collect import (
     collect_point,
     error_rows,
     failure_reason,
+    pattern_nodes,
     rank_counters,
     rows_to_csv,
     write_counters,
@@ -157,7 +158,9 @@ def point_record(res: PointResult, run_dir: Path, reason: str | None) -> dict:
             "timed_out": res.timed_out, "elapsed_s": round(res.elapsed_s, 3),
             "status": "ok" if reason is None else "error", "reason": reason,
             "env_record": env_record,
-            # a pattern point's other nodes: their counters (their whole records stay in raw/)
+            # a pattern point's nodes by rank, and its other nodes' counters (their whole
+            # records stay in raw/)
+            **({"pattern_nodes": nodes} if (nodes := pattern_nodes(p)) else {}),
             **({"rank_counters": others} if (others := rank_counters(p, run_dir)) else {})}
 
 
