@@ -121,7 +121,7 @@ void vb_counter_set_read(const struct vb_counter_set *cs, const char *root, int6
 		ok[i] = vb_cnt_value(path, &vals[i]);
 	}
 	if (cs->eth.n) {
-		int64_t eth[VB_CNT_MAX > 0 ? VB_CNT_MAX : 1];
+		int64_t eth[VB_CNT_MAX];
 		int64_t *all = cs->eth.n <= VB_CNT_MAX ? eth : malloc(cs->eth.n * sizeof(*all));
 		bool got = all && !vb_ethtool_read(&cs->eth, all);
 

@@ -73,10 +73,10 @@ def stalls(msgs: list[int], fraction: float) -> list[tuple[int, int]]:
     return out
 
 
-def soak_start(d: str, glob_: str = "s-*B-pair0.pbsoak") -> float:
+def soak_start(d: str) -> float:
     deadline = time.time() + 120
     while time.time() < deadline:
-        for path in glob.glob(f"{d}/{glob_}"):
+        for path in glob.glob(f"{d}/s-*B-pair0.pbsoak"):
             b = Path(path).read_bytes()[:HEADER]
             if len(b) >= 88 and struct.unpack_from("=q", b, 80)[0]:
                 return struct.unpack_from("=q", b, 80)[0] / 1e9
