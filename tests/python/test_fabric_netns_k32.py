@@ -1,12 +1,14 @@
 """Issue 24's real-executable acceptance point: `pairbench fabric` with the real
 pairbench-mpi and mpirun on K = 32 emulated nodes (scripts/netns-nodes --nodes 32, own
-prefix pbq, net 10.218.0; 1 rank per node), node7's link limited by tbf (20 Mbit/s: a bad
+prefix pbq, net 10.218.0; 1 rank per node), node7's link limited by tbf (5 Mbit/s: a bad
 cable at the node). The executable computes the tournament (--pattern scan), the hosts
 travel in a hostfile: every one of the 496 node pairs is measured exactly once, the rows
 are labelled scan:1..scan:31, and node7 is the only suspect node and the only thing the
 confirmation rounds confirm (a healthy link flagged by a starved round is not). Never
-asserts a speed (tolerance 0.9: suspect below 10 % of the reference; the limit is ~1 % of
-an unlimited veth here).
+asserts a speed (tolerance 0.9: suspect below 10 % of the reference; the limit is ~0.3 % of
+an unlimited veth on a quiet host. At 20 Mbit/s a loaded CI run, its healthy links starved
+to about a tenth of their speed, measured node7 at 0.094 and then 0.101 of the reference and
+rightly did not confirm it: 5 Mbit/s keeps a fourfold margin under that load).
 Needs root, iproute2, mpirun and a pairbench-mpi with --pattern scan
 (PAIRBENCH_BIN_DIR, default build/bin)."""
 
@@ -50,7 +52,7 @@ def nodes() -> Iterator[None]:
                                     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}).stdout
     if "scan[:F[-L]]" not in help_text:
         pytest.skip(f"{MPI_BIN} predates --pattern scan: rebuild it")
-    up = netns("up", "--nodes", str(K), "--degrade", "node7=20mbit")
+    up = netns("up", "--nodes", str(K), "--degrade", "node7=5mbit")
     if up.returncode != 0:
         netns("down")
         pytest.skip(f"cannot create emulated nodes here: {up.stderr.strip()}")
