@@ -198,6 +198,51 @@ static int vb_bw_run(struct vb_worker *w, enum vb_bw_mode mode, bool slotted, ui
 			 vb_bw_loop(w, VB_BW_UNTIL_STOP, false, 0, 0, posted, recvd, stopped);
 }
 
+/* send_bw --validate-live, the client after its end of stream: the server's totals of its
+ * checks (vb_soak.h), which it writes once its wait for this stream's receives ended. */
+static int vb_bw_rx_totals(struct vb_worker *w)
+{
+	const uint64_t tag = w->stream_no & ((1ull << (64 - VB_DONE_SHIFT)) - 1);
+	const char *what = "the peer's data checks (--validate-live)";
+	struct vb_watch wt;
+	int rc = 0;
+
+	vb_watch_start(w, &wt, what, VB_WATCH_PEER);
+	while (w->ctrl->in[VB_CTRL_RX_CHECKED] >> VB_DONE_SHIFT != tag)
+		if ((rc = vb_watch_spin(w, &wt, what)))
+			return rc;
+	if ((rc = vb_watch_end(w, &wt)))
+		return rc;
+	vb_soak_rx_totals(w, w->ctrl->in[VB_CTRL_RX_CHECKED], w->ctrl->in[VB_CTRL_RX_FAULTS]);
+	return 0;
+}
+
+static int vb_passive(struct vb_worker *w);
+
+/* send_bw --validate-live, the server's timed stream: its receives checked while it waits for
+ * the stream's end, then the totals into the client's ctrl words (the tagged one last: each
+ * write's completion says it landed). */
+static int vb_bw_serve_checked(struct vb_worker *w, struct pb_timed *t)
+{
+	struct vb_soak *s = w->soak;
+	uint64_t ms, faults;
+	int rc;
+
+	vb_soak_rx_begin(w, t->end_by_ns - (uint64_t)(w->p->soak.soak_s * 1e9));
+	rc = vb_passive(w);
+	vb_soak_rx_end(w);
+	if (rc)
+		return rc;
+	ms = s->first_corrupt_ns / 1000000u;
+	faults = (s->corrupt < 0xffffffffu ? s->corrupt : 0xffffffffu) << 32 |
+		 (ms < 0xffffffffu ? ms : 0xffffffffu);
+	if ((rc = vb_ctrl_write(w, VB_CTRL_RX_FAULTS, faults)))
+		return rc;
+	return vb_ctrl_write(w, VB_CTRL_RX_CHECKED,
+			     (w->stream_no << VB_DONE_SHIFT) |
+			     (s->checked < (1ull << VB_DONE_SHIFT) ? s->checked : (1ull << VB_DONE_SHIFT) - 1));
+}
+
 /* Stream n messages (or until the block's end) and close the stream; fills t when non-NULL. */
 static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, bool bidir)
 {
@@ -226,6 +271,8 @@ static int vb_bw_stream(struct vb_worker *w, struct pb_timed *t, uint64_t n, boo
 		vb_soak_abort(w, own_end);
 	if (!rc)
 		rc = vb_stream_signal(w, posted);
+	if (!rc && soak && w->soak->rx_totals)
+		rc = vb_bw_rx_totals(w);
 	if (!rc && bidir)
 		rc = vb_stream_done_wait(w, &peer, &recvd, VB_NAP_TIMED_NS);
 	end = bidir ? pb_clock_now_ns() : own_end;
@@ -278,11 +325,14 @@ static int vb_passive_warmup(void *ctx, uint64_t size, uint64_t n)
 	return n ? vb_passive(ctx) : 0;
 }
 
-/* The target of a one-way stream waits; with --bidir it streams too. */
+/* The target of a one-way stream waits (send_bw --validate-live: checking); with --bidir it
+ * streams too. */
 static int vb_bw_serve(void *ctx, struct pb_timed *t)
 {
 	struct vb_worker *w = ctx;
 
+	if (w->soak && t && t->end_by_ns)
+		return vb_bw_serve_checked(w, t);
 	return w->p->bidir ? vb_bw_timed(w, t) : vb_passive(w);
 }
 
@@ -298,24 +348,27 @@ static int vb_bw_serve_warmup(void *ctx, uint64_t size, uint64_t n)
 /* The measuring side's preparation: vb_prepare, and a soak's series file of this size. */
 static int vb_bw_prepare(void *ctx, uint64_t size)
 {
+	struct vb_worker *w = ctx;
 	int rc = vb_prepare(ctx, size);
 
+	if (!rc && w->soak && w->soak->rx_totals)  /* send_bw --validate-live: the data checked */
+		vb_soak_fill(w, size, false);
 	return rc ? rc : vb_soak_open(ctx, size);
 }
 
 const struct pb_test_ops vb_bw_client = {
 	.prepare = vb_bw_prepare, .error = vb_error, .warmup = vb_bw_warmup, .timed = vb_bw_timed,
 };
-/* The server's preparation: vb_prepare, and with --validate-live (read_bw) the pattern in
- * the slots its client reads (vb_soak.h). */
+/* The server's preparation: vb_prepare, and with --validate-live the pattern in the slots its
+ * client reads (read_bw) or its checks' series file (send_bw) (vb_soak.h). */
 static int vb_bw_serve_prepare(void *ctx, uint64_t size)
 {
 	struct vb_worker *w = ctx;
 	int rc = vb_prepare(ctx, size);
 
 	if (!rc && w->p->soak.validate_every && w->test->op == VB_OP_READ)
-		vb_soak_fill(w, size);
-	return rc;
+		vb_soak_fill(w, size, true);
+	return rc ? rc : vb_soak_open(w, size);
 }
 
 const struct pb_test_ops vb_bw_server = {

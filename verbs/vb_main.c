@@ -346,9 +346,16 @@ static int vb_soak_check(const struct vb_params *p, const struct pb_opts_result 
 		pb_log_error("--soak measures; --validate checks without measuring: choose one");
 		return -EINVAL;
 	}
-	if (p->soak.validate_every && (p->test_desc->op != VB_OP_READ || p->buffers != PB_BUF_FRESH)) {
-		/* the receiver of the data checks it: read_bw's client, in its own slot per message */
-		pb_log_error("--validate-live: pairbench-verbs checks read_bw with --buffers fresh only (the client receives the data there, a slot per message; write_bw and send_bw not yet)");
+	if (p->soak.validate_every &&
+	    ((p->test_desc->op != VB_OP_READ && p->test_desc->op != VB_OP_SEND) ||
+	     p->buffers != PB_BUF_FRESH)) {
+		/* the receiver of the data checks it: read_bw's client, send_bw's server (vb_soak.h) */
+		pb_log_error("--validate-live: pairbench-verbs checks read_bw and send_bw, with --buffers fresh (the receiver of the data checks it in a slot per message; write_bw's receiver sees no completion that says its data landed)");
+		return -EINVAL;
+	}
+	if (p->soak.validate_every && p->test_desc->op == VB_OP_SEND && (p->pattern || p->scan)) {
+		/* the client's row waits for its server's totals: a pair of one run, not a pattern's flow */
+		pb_log_error("--validate-live with send_bw: pairs on a node or two nodes only, not --pattern or --scan yet (read_bw checks there)");
 		return -EINVAL;
 	}
 	return 0;

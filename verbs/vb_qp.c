@@ -12,6 +12,7 @@
 #include "vb_buf.h"
 #include "vb_fault.h"
 #include "vb_signal.h"
+#include "vb_soak.h"
 
 #include <errno.h>
 #include <string.h>
@@ -385,8 +386,16 @@ int vb_stream_done_wait(struct vb_worker *w, uint64_t *count, uint64_t *recvd, u
 			for (int i = 0; i < ne; i++) {
 				if (wc[i].status != IBV_WC_SUCCESS)
 					return vb_wc_error(w, &wc[i]);
-				if ((wc[i].opcode & IBV_WC_RECV) &&
-				    (rc = vb_recv_repost(w, VB_RECV_QP(wc[i].wr_id), recvd)))
+				if (!(wc[i].opcode & IBV_WC_RECV))
+					continue;
+				/* send_bw --validate-live: the server checks every Nth receive's data
+				 * before its slot is posted again (vb_soak.h) */
+				if (w->soak && w->soak->live && w->soak->seen++ == w->soak->next_check) {
+					vb_soak_check_data(w->soak, vb_buf_recv_addr(w, VB_RECV_SLOT(wc[i].wr_id)),
+							   w->size, w->link, 0, pb_clock_now_ns());
+					w->soak->next_check += w->soak->check_every;
+				}
+				if ((rc = vb_recv_repost(w, VB_RECV_QP(wc[i].wr_id), recvd)))
 					return rc;
 			}
 			if (ne < 0) {

@@ -2,11 +2,12 @@
 /*
  * --soak in pairbench-verbs: a measuring bandwidth worker's recorder (core/pb_soak.h), its
  * series file per point and its analysis after the stream, and --validate-live of read_bw
- * (vb_soak.h).  The stream itself (vb_bw.c) adds each poll's completions at the clock value
+ * and send_bw (vb_soak.h).  The stream itself (vb_bw.c) adds each poll's completions at the clock value
  * it reads there.
  */
 #include "vb_soak.h"
 
+#include "pb_clock.h"
 #include "pb_log.h"
 
 #include <errno.h>
@@ -19,15 +20,20 @@ int vb_soak_create(struct vb_worker *w)
 {
 	const struct vb_params *p = w->p;
 
+	/* send_bw: the server receives the data, so it checks it (vb_soak.h) */
+	bool send_check = p->soak.validate_every && p->test_desc->op == VB_OP_SEND;
+	bool rx = send_check && w->side == VB_SERVER;
+
 	w->soak = NULL;
-	if (!(p->soak.soak_s > 0) || !w->measuring || w->side != VB_CLIENT ||
-	    p->test_desc->info.kind != PB_TK_BANDWIDTH)
+	if (!(p->soak.soak_s > 0) || p->test_desc->info.kind != PB_TK_BANDWIDTH ||
+	    (!rx && (!w->measuring || w->side != VB_CLIENT)))
 		return 0;
 	w->soak = calloc(1, sizeof(*w->soak));
 	if (!w->soak)
 		return -ENOMEM;
 	w->soak->rec.fd = -1;
-	w->soak->check_every = p->soak.validate_every;
+	w->soak->check_every = send_check && !rx ? 0 : p->soak.validate_every;
+	w->soak->rx_totals = send_check && !rx;
 	w->soak->fault_s = -1;
 	if (w->soak->check_every &&
 	    pb_soak_fault(getenv("PAIRBENCH_SOAK_FAULT"), w->link, &w->soak->fault_s))
@@ -78,10 +84,16 @@ int vb_soak_open(struct vb_worker *w, uint64_t size)
 	pb_soak_text(h.pattern, sizeof(h.pattern), pattern);
 	pb_soak_text(h.host, sizeof(h.host), w->host);
 	pb_soak_text(h.peer, sizeof(h.peer), peer);
-	if (p->soak.series && pb_soak_path(p->soak.series, size, pattern, w->link, path, sizeof(path))) {
+	/* send_bw's server: the checks of the flow's data (PREFIX-...pbsoak-rx, as pairbench-mpi's) */
+	const char *suffix = w->side == VB_SERVER ? PB_SOAK_RX_SUFFIX : "";
+
+	if (p->soak.series && (pb_soak_path(p->soak.series, size, pattern, w->link, path, sizeof(path)) ||
+			       strlen(path) + strlen(suffix) >= sizeof(path))) {
 		snprintf(w->error, sizeof(w->error), "--series %s: the file name is too long", p->soak.series);
 		return -ENAMETOOLONG;
 	}
+	if (p->soak.series)
+		strcat(path, suffix);
 	return pb_soak_open(&w->soak->rec, p->soak.series ? path : NULL, &p->soak, &h, w->error,
 			    sizeof(w->error));
 }
@@ -112,19 +124,40 @@ void vb_soak_pause(struct vb_worker *w)
 
 void vb_soak_check_one(struct vb_worker *w, uint64_t msg, uint64_t now_ns)
 {
-	struct vb_soak *s = w->soak;
-	uint8_t *slot = (uint8_t *)w->slots.lbase + (msg % w->slots.n) * w->slots.stride;
-	size_t bad;
+	/* read_bw: the next read of the slot restores a byte the fault hook flipped */
+	vb_soak_check_data(w->soak, (uint8_t *)w->slots.lbase + (msg % w->slots.n) * w->slots.stride,
+			   w->size, w->link, msg % w->slots.n, now_ns);
+}
 
-	if (s->fault_ns && now_ns >= s->fault_ns) {
-		slot[w->size / 2] ^= 0x5a;  /* the fault hook (pb_soak_fault): the next read restores it */
-		s->fault_ns = 0;
-	}
-	bad = pb_soak_pattern_check(slot, (size_t)w->size, w->link, msg % w->slots.n);
-	s->checked++;
-	if (bad && !s->corrupt++)
-		s->first_corrupt_ns = now_ns - s->start_ns;
-	pb_soak_check_add(&s->rec, now_ns, 1, bad ? 1 : 0);
+void vb_soak_rx_begin(struct vb_worker *w, uint64_t start_ns)
+{
+	vb_soak_begin(w, start_ns);
+	w->soak->seen = 0;
+	w->soak->live = true;
+}
+
+void vb_soak_rx_end(struct vb_worker *w)
+{
+	struct vb_soak *s = w->soak;
+	struct pb_soak_summary sum;
+	char err[256];
+
+	s->live = false;
+	if (pb_soak_finish(&s->rec, pb_clock_now_ns(), false, &sum, err, sizeof(err)))
+		pb_log_warn("pair %u: %s", w->pair, err);  /* the checks' series only: the client has the counts */
+	if (s->corrupt)
+		pb_log_error("pair %u: DATA CORRUPTED under load (--validate-live, send_bw's receiver): %llu of %llu checked messages wrong, the first %.3f s after the common start",
+			     w->pair, (unsigned long long)s->corrupt, (unsigned long long)s->checked,
+			     (double)s->first_corrupt_ns / 1e9);
+}
+
+void vb_soak_rx_totals(struct vb_worker *w, uint64_t checked_word, uint64_t faults_word)
+{
+	struct vb_soak *s = w->soak;
+
+	s->checked = checked_word & ((1ull << VB_DONE_SHIFT) - 1);
+	s->corrupt = faults_word >> 32;
+	s->first_corrupt_ns = (faults_word & 0xffffffffu) * 1000000ull;
 }
 
 void vb_soak_abort(struct vb_worker *w, uint64_t end_ns)
@@ -136,10 +169,11 @@ void vb_soak_abort(struct vb_worker *w, uint64_t end_ns)
 		pb_log_warn("pair %u: %s", w->pair, err);
 }
 
-void vb_soak_fill(struct vb_worker *w, uint64_t size)
+void vb_soak_fill(struct vb_worker *w, uint64_t size, bool by_slot)
 {
 	for (uint32_t i = 0; i < w->slots.n; i++)
-		pb_soak_pattern_fill(w->buf + (uint64_t)i * w->slots.stride, (size_t)size, w->link, i);
+		pb_soak_pattern_fill(w->buf + (uint64_t)i * w->slots.stride, (size_t)size, w->link,
+				     by_slot ? i : 0);
 }
 
 int vb_soak_finish(struct vb_worker *w, struct pb_timed *t, bool partial)

@@ -328,3 +328,22 @@ def test_driver_soak_usage_errors(tmp_path: Path) -> None:
                 "--no-progress")
         assert p.returncode == 2, (args, p.stderr[-1000:])
         assert needle in p.stderr and "Traceback" not in p.stderr, (args, p.stderr[-1000:])
+
+
+def test_verbs_validate_live_usage_errors() -> None:
+    """pairbench-verbs checks data under load where the receiver of the data has a completion
+    that says it landed (read_bw's client, send_bw's server: verbs/vb_soak.h); the rest exits
+    2 naming why, before any device is opened."""
+    vb = MPI_BIN.with_name("pairbench-verbs")
+    if not vb.is_file():
+        pytest.skip(f"{vb} is not built yet")
+    for args, needle in (
+            (["--test", "write_bw"], "write_bw's receiver sees no completion"),
+            (["--test", "send_bw", "--buffers", "peer"], "with --buffers fresh"),
+            (["--test", "send_bw", "--pattern", "incast", "--pattern-hosts", "/dev/null"],
+             "--validate-live with send_bw: pairs on a node or two nodes only"),
+            (["--test", "read_bw", "--bidir"], "--soak with --bidir")):
+        p = subprocess.run([str(vb), *args, "--soak", "1", "--validate-live", "1"],
+                           capture_output=True, text=True, timeout=60, check=False)
+        assert p.returncode == 2, (args, p.stderr[-1000:])
+        assert needle in p.stderr, (args, p.stderr[-1000:])

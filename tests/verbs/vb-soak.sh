@@ -9,7 +9,9 @@
 #           ok and its checks clean;
 #  corrupt  one byte of pair 0's data flipped 0.5 s into the soak
 #           (PAIRBENCH_SOAK_FAULT=flip:0:0.5): an error line "DATA CORRUPTED", pair 0's row the
-#           corruption error, its series counting the corrupt check; the run exits 1.
+#           corruption error, its series counting the corrupt check; the run exits 1;
+#  send     a second run, send_bw: the server checks what it receives; pair 1's byte flipped
+#           0.5 s in: pair 1's row the corruption error, the server's -rx series counting it.
 # Nothing may be left behind.  A link taken down (results/soak-rig-2026-11-28) is not run here:
 # rxe fails the QPs and its GID does not come back, so every later test of the batch would fail.
 # usage: vb-soak.sh BINARY      Exit: 0 pass, 1 fail, 77 skip (no RDMA device).
@@ -38,6 +40,20 @@ grep -q "DATA CORRUPTED" "$work/err" || fail "no error line says DATA CORRUPTED"
 chk check-corrupt "$work" 0 >&2 || fail "the planted corruption was not found where it should be"
 chk check-stop "$work" 0.2 1 1.5 1 >&2 || fail "the stall was not found where it should be"
 ls "$work/"c-*.pbcnt.csv >/dev/null 2>&1 || fail "no counters series"
+# send_bw: the server receives the data and checks it (--validate-live, verbs/vb_soak.h); one
+# byte of pair 1's data flipped 0.5 s into a 3 s soak: the server says it, pair 1's row (the
+# client's) is the corruption error, the server's series (-rx) counts the corrupt check, pair
+# 0's checks clean.
+mkdir -p "$work/send"
+PAIRBENCH_SOAK_FAULT=flip:1:0.5 "$bin" -d "$dev" --loopback --pairs 2 --allow-oversubscribe \
+    --pin compact -q -s 1024 -w 10 --tx-depth 16 --cq-mod 1 --test send_bw --soak 3 \
+    --bucket 0.2 --validate-live 1 --timeout 30 --series "$work/send/s" \
+    -o "$work/send/rows.csv" 2>"$work/send/err"
+rc=$?
+[ $rc -eq 1 ] || { cat "$work/send/err" "$work/send/rows.csv" >&2; fail "send_bw: pairbench-verbs exited $rc, expected 1 (the corruption)"; }
+grep -q "DATA CORRUPTED under load (--validate-live, send_bw's receiver)" "$work/send/err" ||
+    { cat "$work/send/err" >&2; fail "send_bw: the server did not say DATA CORRUPTED"; }
+chk check-corrupt "$work/send" 1 -rx >&2 || fail "send_bw: the planted corruption was not found where it should be"
 sleep 0.5
 pgrep -x pairbench-verbs >/dev/null && fail "pairbench-verbs processes left behind"
 [ "$(ipcs -m | grep -c '^0x' || true)" -le "$shm0" ] || fail "shared-memory segments left behind"

@@ -154,11 +154,11 @@ EXE_OPTIONS: tuple[ExeOption, ...] = (
               check=_fraction,
               layer_hint="--stall-fraction is for --layer mpi and --layer verbs (a soak's stalls)"),
     ExeOption("--validate-live", int, "soak: data checked under load: the receiver checks the "
-              "first message of every Nth window (mpi) or every Nth message (verbs read_bw); "
-              "a corruption makes the pair's row an error and is counted per bucket in "
+              "first message of every Nth window (mpi) or every Nth message (verbs read_bw, "
+              "send_bw); a corruption makes the pair's row an error and is counted per bucket in "
               "soak.parquet (0 = off)", dest="validate_every",
               layers=("mpi", "verbs"), check=_nonneg,
-              layer_hint="--validate-live is for --layer mpi and --layer verbs (read_bw)"),
+              layer_hint="--validate-live is for --layer mpi and --layer verbs (read_bw, send_bw)"),
     ExeOption("--device", str, "verbs: RDMA devices of every point (pairbench-verbs -d: pairs "
               "round-robin over them; all = every device with an ACTIVE port); per-device "
               "aggregate rows follow (docs/verbs.md)", cli="--devices", dest="devices",
