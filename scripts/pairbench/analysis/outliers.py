@@ -154,8 +154,8 @@ def _node_medians(a: np.ndarray, b: np.ndarray, vals: np.ndarray, n: int) -> np.
     (numpy's radix sort) and one np.median per node, instead of a group-by over twice the
     links (at 8,192 nodes 67 million values: gigabytes of hash table and sort keys)."""
     small = np.int16 if n < 2**15 else np.int32
-    by_a = np.argsort(a.astype(small), kind="stable")
-    by_b = np.argsort(b.astype(small), kind="stable")
+    by_a = np.argsort(a.astype(small, copy=False), kind="stable")
+    by_b = np.argsort(b.astype(small, copy=False), kind="stable")
     at_a = np.concatenate([[0], np.cumsum(np.bincount(a, minlength=n))])
     at_b = np.concatenate([[0], np.cumsum(np.bincount(b, minlength=n))])
     out = np.full(n, np.nan)
@@ -178,6 +178,31 @@ def _median_in_place(x: np.ndarray) -> float:
     return float(np.mean(x[k - 1:k + 1]))
 
 
+def _link_arrays(lk: pd.DataFrame) -> tuple:
+    """(link_values(lk), names, its node codes a and b, which measured ok, and the codes
+    and values of those): int16 codes (int32 beyond 32,767 nodes), views of link_values'
+    columns where every link measured ok."""
+    lv = link_values(lk)
+    names = lv["node_a"].cat.categories
+    la = lv["node_a"].cat.codes.to_numpy()
+    lb = lv["node_b"].cat.codes.to_numpy()
+    lval = lv["value"].to_numpy(dtype=float)
+    measured = ~np.isnan(lval)
+    if measured.all():  # the common case: no copies of 8 million links' arrays
+        return lv, names, la, lb, measured, la, lb, lval
+    return lv, names, la, lb, measured, la[measured], lb[measured], lval[measured]
+
+
+def revive(lk: pd.DataFrame, v: Verdict) -> Verdict:
+    """v, a verdict detect() made of the links lk (and then dropped its links to save
+    memory), with its links' perf and link values again: what detect() would give, without
+    judging again (the node medians, the noise)."""
+    lv, names, _, _, _, a, b, vals = _link_arrays(lk)
+    v.links = LinkPerf(a, b, _perf(vals, v.ref, v.higher_is_better), names)
+    v.link_values = lv
+    return v
+
+
 def detect(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
            z: float = DEFAULT_Z) -> Verdict:
     """Suspect nodes and links among the links of ONE (test, size, metric)."""
@@ -185,21 +210,12 @@ def detect(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
         raise ValueError("detect: no links")
     metric = str(lk["metric"].iloc[0])
     higher = bool(lk["higher_is_better"].iloc[0])
-    lv = link_values(lk)
-    names = lv["node_a"].cat.categories
-    la = lv["node_a"].cat.codes.to_numpy().astype(np.int32)
-    lb = lv["node_b"].cat.codes.to_numpy().astype(np.int32)
-    lval = lv["value"].to_numpy(dtype=float)
-    measured = ~np.isnan(lval)
+    lv, names, la, lb, measured, a, b, vals = _link_arrays(lk)
     present = np.zeros(len(names), dtype=bool)
     present[la] = present[lb] = True
     nodes = names[present]
     failed = [(str(names[x]), str(names[y])) for x, y in zip(la[~measured], lb[~measured],
                                                              strict=True)]
-    if measured.all():  # the common case: no copies of 8 million links' arrays
-        a, b, vals = la, lb, lval
-    else:
-        a, b, vals = la[measured], lb[measured], lval[measured]
     # each node's median link, on codes (a node's links: those where it is a or b)
     score = _node_medians(a, b, vals, len(names))[present]
     ref = float(np.nanmedian(score)) if np.isfinite(score).any() else math.nan
@@ -252,38 +268,55 @@ def _kept(x: tuple[dict, pd.DataFrame, Verdict]) -> tuple[dict, pd.DataFrame, Ve
 
 
 def iter_analysed(lk: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE,
-                  z: float = DEFAULT_Z) -> Iterator[tuple[dict, pd.DataFrame, Verdict]]:
+                  z: float = DEFAULT_Z, judged: dict[tuple, Verdict] | None = None
+                  ) -> Iterator[tuple[dict, pd.DataFrame, Verdict]]:
     """analyse_links() one group at a time: a caller that is done with a group before the
     next holds one group's links and verdict, not all of them (at 4,096 nodes each group
-    is 8.4 million links)."""
+    is 8.4 million links). judged: verdicts detect() already made of these links with this
+    tolerance and z, by tuple(key.values()): revive()d, not judged again, and taken out of
+    judged (which would otherwise hold every group's links again)."""
+    for key, g in iter_groups(lk):
+        old = judged.pop(tuple(key.values()), None) if judged else None
+        yield key, g, (revive(g, old) if old is not None else detect(g, tolerance, z))
+
+
+def iter_groups(lk: pd.DataFrame) -> Iterator[tuple[dict, pd.DataFrame]]:
+    """(key, the GROUP_READS columns of that group's links) of each group, by key: views of
+    lk's columns where the group's rows are one run of them (read_scan orders its links by
+    group), else a copy of the group's rows."""
     for key, idx in _groups(lk):
-        if len(idx) == len(lk):  # one group (a scan of one test and size): no copy
-            g = pd.DataFrame({c: lk[c].array for c in GROUP_READS}, copy=False)
+        if isinstance(idx, slice):
+            g = pd.DataFrame({c: lk[c].array[idx] for c in GROUP_READS}, copy=False)
         else:
             g = pd.DataFrame({c: lk[c].array.take(idx) for c in GROUP_READS})
         del idx
-        yield key, g, detect(g, tolerance, z)
+        yield key, g
 
 
 GROUP_READS = ["node_a", "node_b", "value", "status", "metric", "higher_is_better"]
 
 
-def _groups(lk: pd.DataFrame) -> list[tuple[dict, np.ndarray]]:
+def _groups(lk: pd.DataFrame) -> list[tuple[dict, np.ndarray | slice]]:
     """(key, row positions) of each GROUP of lk, sorted by key: the columns' codes
     (pd.factorize: a categorical's own) combined into one small integer per row, instead
-    of a group-by over tens of millions of rows that copies every column."""
-    uniques = []
-    key = np.zeros(len(lk), dtype=np.int64)
+    of a group-by over tens of millions of rows that copies every column. The positions of
+    a group whose rows are one run of lk's are a slice."""
+    uniques, codes = [], []
     for c in GROUP:
         if isinstance(lk[c].dtype, pd.CategoricalDtype):  # its codes: no copy per row
             cd, un = lk[c].cat.codes.to_numpy(), lk[c].cat.categories
         else:
             cd, un = pd.factorize(lk[c])
+            cd = cd.astype(np.min_scalar_type(-len(un) - 1))  # (intp: 8 bytes a row)
+        codes.append(cd)
+        uniques.append(un)
+    n_keys = int(np.prod([len(un) + 1 for un in uniques], dtype=float))
+    key = np.zeros(len(lk), dtype=np.int32 if n_keys < 2**31 else np.int64)
+    for cd, un in zip(codes, uniques, strict=True):
         key *= len(un) + 1
         key += cd
         key += 1
-        del cd
-        uniques.append(un)
+    del codes, cd
     out = []
     for kv in np.flatnonzero(np.bincount(key)) if len(key) else []:
         vals, r = {}, int(kv)
@@ -292,8 +325,11 @@ def _groups(lk: pd.DataFrame) -> list[tuple[dict, np.ndarray]]:
             x = un[digit - 1] if digit else ""
             vals[c] = int(x) if c == "msg_size_bytes" else str(x)
         idx = np.flatnonzero(key == kv)  # row positions as int32 where they fit: every
-        out.append(({c: vals[c] for c in GROUP},  # group's are held at once
-                    idx.astype(np.int32) if len(key) < 2**31 else idx))
+        if idx[-1] - idx[0] + 1 == len(idx):  # group's are held at once; a run: a slice
+            idx = slice(int(idx[0]), int(idx[-1]) + 1)
+        elif len(key) < 2**31:
+            idx = idx.astype(np.int32)
+        out.append(({c: vals[c] for c in GROUP}, idx))
     return sorted(out, key=lambda x: tuple(x[0].values()))
 
 
@@ -365,15 +401,16 @@ def judge_scan(run: Path | str, tolerance: float = DEFAULT_TOLERANCE, z: float =
 
 
 def iter_judged(run: Path | str, tolerance: float = DEFAULT_TOLERANCE, z: float = DEFAULT_Z,
-                lk: pd.DataFrame | None = None) -> Iterator[tuple[dict, pd.DataFrame, Verdict]]:
-    """judge_scan() one group at a time (iter_analysed())."""
+                lk: pd.DataFrame | None = None, judged: dict[tuple, Verdict] | None = None
+                ) -> Iterator[tuple[dict, pd.DataFrame, Verdict]]:
+    """judge_scan() one group at a time (iter_analysed(), judged as there)."""
     if lk is None:
         lk = read_scan(run)
     run_dir = Path(run) if Path(run).is_dir() else Path(run).parent
     confs = [read_links(c) for c in sorted((run_dir / "raw").glob("confirm-*.csv"))]
     confs = [c for c in confs if len(c)]
     clk = pd.concat(confs, ignore_index=True) if confs else None
-    for key, g, v in iter_analysed(lk, tolerance, z):
+    for key, g, v in iter_analysed(lk, tolerance, z, judged):
         if clk is not None:
             sel = clk[(clk["test"].astype(str) == key["test"])
                       & (clk["variant"].astype(str) == key["variant"])

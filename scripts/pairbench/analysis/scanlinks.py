@@ -287,9 +287,11 @@ def _read_scan_links(csv_path: Path | str, hosts: Sequence[str],
         return pd.DataFrame(columns=LINK_COLUMNS)
     d = _concat(parts)
     parts.clear()  # the chunks' rows, now in d
-    return _links_out({c: d.pop(c).array for c in CODED}, d.pop("hpos").to_numpy(),
-                      d.pop("ppos").to_numpy(), d.pop("value").to_numpy(),
-                      d.pop("has_bw").to_numpy(), hosts)
+    cols = {c: d.pop(c).array for c in CODED}
+    arrs = {"hpos": d.pop("hpos").to_numpy(), "ppos": d.pop("ppos").to_numpy(),
+            "value": d.pop("value").to_numpy(), "has": d.pop("has_bw").to_numpy()}
+    del d
+    return _links_out(cols, arrs, hosts)
 
 
 CODED = ("layer", "test", "variant", "msg_size_bytes", "status", "error")
@@ -383,8 +385,9 @@ def _read_parquet_links(path: Path, hosts: Sequence[str], at: dict[str, int]) ->
             lo += m
     if not lo:
         return pd.DataFrame(columns=LINK_COLUMNS)
-    return _links_out({c: codes.pop(c).cat(lo) for c in CODED}, hpos[:lo], ppos[:lo],
-                      value[:lo], has_bw[:lo], hosts)
+    arrs = {"hpos": hpos[:lo], "ppos": ppos[:lo], "value": value[:lo], "has": has_bw[:lo]}
+    del hpos, ppos, value, has_bw  # (held by arrs alone: freed as _links_out uses them)
+    return _links_out({c: codes.pop(c).cat(lo) for c in CODED}, arrs, hosts)
 
 
 def _drop_unused(c: pd.Categorical) -> pd.Categorical:
@@ -398,17 +401,18 @@ def _drop_unused(c: pd.Categorical) -> pd.Categorical:
     return pd.Categorical.from_codes(out, categories=c.categories[used])
 
 
-def _links_out(cols: dict, hpos: np.ndarray, ppos: np.ndarray, value: np.ndarray,
-               has: np.ndarray, hosts: Sequence[str]) -> pd.DataFrame:
+def _links_out(cols: dict, arrs: dict, hosts: Sequence[str]) -> pd.DataFrame:
     """The links frame (LINK_COLUMNS) of the node rows read: cols the CODED columns as
-    categoricals, hpos/ppos tournament positions, value and whether it is a bandwidth."""
+    categoricals, arrs hpos/ppos (tournament positions), value and has (whether it is a
+    bandwidth); both dicts are emptied as their arrays are used (the caller's are freed
+    here, not held beside their copies)."""
     names = pd.Index(sorted(hosts))
     dtype = np.int16 if len(names) < 2**15 else np.int32
     # position -> code (the index of the name in sorted order)
     to_code = np.argsort(np.argsort(np.array(hosts, dtype=object))).astype(dtype)
-    hc = to_code[hpos]
-    pc = to_code[ppos]
-    del hpos, ppos
+    hc = to_code[arrs.pop("hpos")]
+    pc = to_code[arrs.pop("ppos")]
+    value, has = arrs.pop("value"), arrs.pop("has")
     # bandwidth is the metric of a (layer, test, variant, size) where any row has one: the
     # group's key from the four columns' codes, any() by counting
     n_keys = int(np.prod([len(cols[c].categories) + 1 for c in
@@ -420,12 +424,26 @@ def _links_out(cols: dict, hpos: np.ndarray, ppos: np.ndarray, value: np.ndarray
         key += cc.codes
         key += 1
     bw = (np.bincount(key, weights=has) > 0)[key]  # key: < the product of (categories + 1)
-    del key
     if not value.flags.writeable:  # (pandas may hand out a read-only view)
         value = value.copy()
     status = cols["status"]
     value[(bw & ~has) | np.asarray(status != "ok")] = np.nan
     del has
+    # the links grouped by (layer, test, variant, size), in their order within a group (a
+    # stable radix sort of the small group key): each (test, size) is then one slice of the
+    # frame, which judging takes as views instead of copying its columns
+    if n_keys < 2**15:
+        order = np.argsort(key.astype(np.int16), kind="stable")
+    else:
+        order = np.argsort(key, kind="stable")
+    del key
+    if len(order) < 2**31:
+        order = order.astype(np.int32)
+    hc, pc, value, bw = hc[order], pc[order], value[order], bw[order]
+    for c in list(cols):
+        cols[c] = cols.pop(c)[order]
+    del order
+    status = cols["status"]
 
     def cat(codes: np.ndarray) -> pd.Categorical:
         return pd.Categorical.from_codes(codes, categories=names)
@@ -502,8 +520,7 @@ def node_codes(lk: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index]:
     if (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)
             and a.cat.categories.equals(b.cat.categories)
             and a.cat.categories.is_monotonic_increasing):
-        return (a.cat.codes.to_numpy().astype(np.int32),
-                b.cat.codes.to_numpy().astype(np.int32), a.cat.categories)
+        return a.cat.codes.to_numpy(), b.cat.codes.to_numpy(), a.cat.categories
     names = pd.Index(pd.unique(np.concatenate([a.astype(str).to_numpy(dtype=object),
                                                b.astype(str).to_numpy(dtype=object)])))
     names = names.sort_values()

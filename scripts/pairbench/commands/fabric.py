@@ -277,10 +277,12 @@ def _scan_and_report(ns: argparse.Namespace, topo: Topology | None,
         if new_dir is None:
             return 0
         run_dir, tol, z = new_dir, ns.tolerance, ns.z
-    lk, pairs = suspects_to_confirm(run_dir, tol, z, cables if ns.confirm > 0 else None)
+    judged: dict = {}  # each (test, size) judged once: its verdict kept for the outputs
+    lk, pairs = suspects_to_confirm(run_dir, tol, z, cables if ns.confirm > 0 else None,
+                                    judged=judged)
     if ns.confirm > 0 and any(pairs.values()):
         confirm_scan(run_dir, pairs, ns.confirm, signals)
-    summary = write_outputs(run_dir, tol, z, lk, topo, cables, plot_formats(ns))
+    summary = write_outputs(run_dir, tol, z, lk, topo, cables, plot_formats(ns), judged)
     print(json.dumps(summary["verdicts"], indent=None) if os.environ.get("PB_FABRIC_JSON")
           else summary["text"], file=sys.stderr)
     print(run_dir, flush=True)

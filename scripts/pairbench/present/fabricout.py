@@ -423,11 +423,13 @@ PARQUET_SLICE = 1 << 22
 
 def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
                         z: float = DEFAULT_Z, cables: Localiser | None = None,
-                        most: int = 64) -> tuple[pd.DataFrame, dict]:
+                        most: int = 64, judged: dict[tuple, Verdict] | None = None
+                        ) -> tuple[pd.DataFrame, dict]:
     """The scan's links (read once: pass them on to write_outputs) and, per test, the node
     pairs that would confirm its suspects (analysis.outliers.confirm_pairs); with cables,
     then the node pairs that tell named components from their alternatives (at most
-    `most` pairs per test in all)."""
+    `most` pairs per test in all). judged: a dict to fill with the verdicts (without their
+    links), for write_outputs, so that each (test, size) is judged once."""
     lk = read_scan(run_dir)
     by_test: dict[str, list[Verdict]] = {}
     tell: dict[str, list[tuple[str, str]]] = {}
@@ -438,6 +440,8 @@ def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
         v.links = {}  # confirm_pairs needs the suspects and the nodes' perf, not every link
         v.link_values = None
         by_test.setdefault(key["test"], []).append(v)
+        if judged is not None:
+            judged[tuple(key.values())] = v
     pairs = {t: confirm_pairs(vs) for t, vs in by_test.items()}
     return lk, fabricloc.with_tell_apart(pairs, tell, most) if tell else pairs
 
@@ -445,16 +449,18 @@ def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
 def write_outputs(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
                   z: float = DEFAULT_Z, lk: pd.DataFrame | None = None,
                   topo: Topology | None = None, cables: Localiser | None = None,
-                  plots: tuple[str, ...] = PLOT_FORMATS) -> dict:
+                  plots: tuple[str, ...] = PLOT_FORMATS,
+                  judged: dict[tuple, Verdict] | None = None) -> dict:
     """Every output file of a scan run (lk: its links, if already read; topo: the racks and
     leaves to order and group the nodes by; cables: the fabric's cables and routes, to name
     the components behind the slow node pairs; plots: the heatmaps' formats, () for none:
     fabric --plots); returns {text, verdicts, topology: the line on nodes missing from the
-    map or not in the scan, or None}."""
+    map or not in the scan, or None}. judged: suspects_to_confirm's verdicts of the same
+    links, tolerance and z (not judged again)."""
     if lk is None:
         lk = read_scan(run_dir)
     # one (test, size) at a time: its links, verdict and matrix are dropped before the next
-    results = iter_judged(run_dir, tolerance, z, lk)
+    results = iter_judged(run_dir, tolerance, z, lk, judged)
     # a scan whose rows are Parquet (scanparquet.PARQUET_MIN_NODES nodes or more) writes its
     # K²-sized files as Parquet only: 33 million links at 4,096 nodes are 2.6 GB of CSV
     big = find_data_csv(run_dir).suffix == ".parquet"
