@@ -338,8 +338,13 @@ def check_corrupt(d: str, pair: int, suffix: str = "") -> int:
             print(f"soak_check: FAIL: pair {pair}'s row does not say the corruption: {r['error']}")
             ok = False
         # another pair: ok, or without a result because the corruption stopped the group
-        # (the engine's abort: "no result from pair N (pair M ...: DATA CORRUPTED ...)")
-        if not bad and r["status"] != "ok" and not r["error"].startswith("no result from pair"):
+        # (the engine's abort: "no result from pair N (pair M ...: DATA CORRUPTED ...)"; or,
+        # send_bw, a client still waiting for its server's totals: "aborted while waiting for
+        # the peer's data checks (--validate-live): pair M at ...: DATA CORRUPTED ...")
+        aborted = (r["error"].startswith("aborted while waiting")
+                   and f"pair {pair} at " in r["error"] and "DATA CORRUPTED" in r["error"])
+        if (not bad and r["status"] != "ok" and not r["error"].startswith("no result from pair")
+                and not aborted):
             print(f"soak_check: FAIL: pair {r['pair_id']}: {r['error']}")
             ok = False
     found = sorted(glob.glob(f"{d}/s-*B-pair*.pbsoak{suffix}"))
