@@ -281,7 +281,8 @@ struct vb_shared {
 struct vb_ctrl {
 	/* [0] sync step, [1] peer's progress word (peek), [2] and [3] stream done words (vb_done_word);
 	 * --pattern (vb_xstart.c): [4] clock ping, [5] clock pong, [7] its ping's number, [6] the server's start,
-	 * [8..12] the client's window on the server's clock, [13] its sequence number */
+	 * [8..12] the client's window on the server's clock, [13] its sequence number;
+	 * send_bw --validate-live (vb_soak.h): [14] the server's checks, [15] its corruptions */
 	volatile uint64_t in[16];
 	uint64_t out[16];         /* local sources of ctrl writes; [1] our progress word, read by the peer */
 };
