@@ -437,6 +437,21 @@ int main(int argc, char **argv)
 	 * must not hold this rank there for ever.
 	 */
 	rc = pb_opts_parse_msg(mp_opts, MP_N_OPTS, argc, argv, &p, &res, err, sizeof(err));
+	/*
+	 * --help, --print-schema, --list-tests started by hand (no launcher's rank): answered
+	 * without MPI_Init.  A singleton's start-up has nothing to add to them and can fail —
+	 * under load (a test-all at a90f9ad: "Local abort before MPI_INIT completed"), or where a
+	 * site allows no singletons.  Under a launcher every rank still initialises (rank 0 prints).
+	 */
+	if (!rc && (p.c.help || p.c.print_schema || p.c.list_tests) && mp_env_rank() < 0) {
+		if (p.c.help)
+			pb_opts_print_help(stdout, "pairbench-mpi", mp_summary, mp_opts, MP_N_OPTS);
+		else if (p.c.print_schema)
+			pb_schema_print(stdout);
+		else
+			rc = mp_test_list(stdout, p.c.list_format);
+		return pb_exit_code(rc);
+	}
 	/* A soak ends early on SIGUSR1 and keeps what it measured (from the start: a signal
 	 * before the handler would end the rank). */
 	if (!rc && p.soak.soak_s > 0)
