@@ -59,9 +59,10 @@ def _nice() -> None:
         os.nice(-10)
 
 
-def _start(tmp: Path, soak_s: float, *extra: str, env: dict | None = None) -> subprocess.Popen:
+def _start(tmp: Path, soak_s: float, *extra: str, env: dict | None = None,
+           bucket: float = BUCKET) -> subprocess.Popen:
     argv = ["mpirun", "--oversubscribe", "-np", "4", str(MPI_BIN), "--test", "bw", "--pairs",
-            "2", "-s", "64K", "--soak", f"{soak_s:g}", "--bucket", f"{BUCKET:g}",
+            "2", "-s", "64K", "--soak", f"{soak_s:g}", "--bucket", f"{bucket:g}",
             "--stall-fraction", f"{FRACTION:g}", "--series", str(tmp / "s"), "--pin", "none",
             "--allow-oversubscribe", "--timeout", "60", "-o", str(tmp / "rows.csv"), *extra]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -225,24 +226,32 @@ def _stopped_receiver(tmp_path: Path) -> None:
     _check_parity(tmp_path, rows)
 
 
+# The healthy soak's buckets: 0.5 s. With 0.2 s buckets the fresh-clone test-all at a90f9ad
+# (4 pytest workers and the VM lane on 2 cores) disturbed all 5 tries: the 4 ranks lost the CPU
+# for 0.13-0.2 s at a time (min_bucket_share 0-0.36). A bucket of 0.5 s falls below the 0.2
+# fraction only when its flow got no CPU for over 0.4 s of it; the code's rule is the same.
+HEALTHY_BUCKET = 0.5
+HEALTHY_SOAK = 5.0
+
+
 def test_healthy_soak_has_no_stall(tmp_path: Path) -> None:
     """A stall here is either the code (every try stalls) or the machine (a try now and then):
-    three tries, any one without a stall passes; the other checks hold on every try."""
+    five tries, any one without a stall passes; the other checks hold on every try."""
     _need_mpi()
     _tries(tmp_path, _healthy)
 
 
 def _healthy(tmp_path: Path) -> None:
-    proc = _start(tmp_path, 3.0)
+    proc = _start(tmp_path, HEALTHY_SOAK, bucket=HEALTHY_BUCKET)
     _finish(proc)
     rows = _rows(tmp_path)
     shares = {p: rows[p]["min_bucket_share"] for p in ("0", "1")}
-    assert int(rows["all"]["soak_buckets"]) == int(3.0 / BUCKET)
+    n = int(HEALTHY_SOAK / HEALTHY_BUCKET)
+    assert int(rows["all"]["soak_buckets"]) == n
     if rows["all"]["stalls"] != "0":
         raise Disturbed(f"stalls in a healthy soak; min_bucket_share {shares}")
     assert rows["all"]["stalls"] == "0", f"stalls in a healthy soak; min_bucket_share {shares}"
     assert rows["all"]["stalled_pairs"] == "0"
-    assert int(rows["all"]["soak_buckets"]) == int(3.0 / BUCKET)
     assert "soak_partial" not in rows["all"]["flags"]
     _check_parity(tmp_path, rows)
 
