@@ -90,6 +90,31 @@ def test_link_values_groups_repeats_on_codes() -> None:
         ["b", "c", 1.0]]
 
 
+def test_link_values_of_distinct_pairs_without_a_sort() -> None:
+    """link_values of a scan's links (each node pair once, shuffled): the dense path
+    (scanlinks._dense_order) gives what the sort gives — pairs in (node_a, node_b) order
+    with their values; a repeated pair sends it to the sort (medians)."""
+    rng = np.random.default_rng(7)
+    names = [f"n{i:02d}" for i in range(40)]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    pick = rng.permutation(len(pairs))[:600]  # most of the 780 pairs, shuffled
+    lk = pd.DataFrame({"node_a": pd.Categorical([pairs[i][0] for i in pick], categories=names),
+                       "node_b": pd.Categorical([pairs[i][1] for i in pick], categories=names),
+                       "value": rng.random(len(pick)), "status": "ok"})
+    a, b, n = lk["node_a"].cat.codes.to_numpy(), lk["node_b"].cat.codes.to_numpy(), len(names)
+    got = scanlinks._dense_order(a.astype(np.int64) * n + b, n)
+    assert got is not None
+    lv = scanlinks.link_values(lk)
+    want = sorted((pairs[i][0], pairs[i][1], v) for i, v in zip(pick, lk["value"], strict=True))
+    assert lv.astype({"node_a": str, "node_b": str}).values.tolist() == [list(w) for w in want]
+    twice = pd.concat([lk, lk.iloc[:1].assign(value=lk["value"].iloc[0] + 2.0)],
+                      ignore_index=True)
+    a2, b2 = twice["node_a"].cat.codes.to_numpy(), twice["node_b"].cat.codes.to_numpy()
+    assert scanlinks._dense_order(a2.astype(np.int64) * n + b2, n) is None
+    first = scanlinks.link_values(twice).set_index(["node_a", "node_b"])["value"]
+    assert first[(pairs[pick[0]][0], pairs[pick[0]][1])] == pytest.approx(lk["value"].iloc[0] + 1.0)
+
+
 def test_matrix_parquet_round_trips(scan: Path) -> None:
     """Each long-form matrix also as Parquet (pyarrow, a driver dependency): the same rows,
     values and types as the CSV beside it."""
@@ -147,3 +172,34 @@ def test_big_csvs_by_pyarrow_read_back_as_by_pandas(tmp_path: Path) -> None:
     df.to_csv(tmp_path / "pq.csv", index=False)
     assert (tmp_path / "q.csv").read_text() == (tmp_path / "pq.csv").read_text()
     assert '"a, b"' in (tmp_path / "q.csv").read_text()
+
+
+def test_a_failed_background_write_stops_the_outputs(scan: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The links and matrices are written by a second thread (fabricout._Background): a
+    write that fails there is raised by write_outputs, naming its file, fabric.json is not
+    written as if all went well, and no writer thread outlives the call."""
+    import threading
+
+    from pairbench.present import fabricout
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for f in ("data.csv", "metadata.json"):
+        (run / f).write_bytes((scan / f).read_bytes())
+    real = fabricout.write_parquet
+    written = []
+
+    def failing(path: Path, df: pd.DataFrame) -> None:
+        if "latency-8-" in path.name:
+            raise OSError(f"{path}: No space left on device")
+        real(path, df)
+        written.append(path.name)
+
+    monkeypatch.setattr(fabricout, "write_parquet", failing)
+    with pytest.raises(OSError, match=r"fabric-mpi-latency-8-matrix\.parquet"):
+        fabricout.write_outputs(run, plots=())
+    assert not (run / "fabric.json").exists()
+    assert not [t for t in threading.enumerate() if t.name.startswith("fabric-out")]
+    # the matrices before the failing one were written whole, in the verdicts' order
+    assert written == ["fabric-mpi-bw-8-matrix.parquet", "fabric-mpi-bw-65536-matrix.parquet"]
