@@ -446,12 +446,11 @@ class _Background:
         """Wait for every write (its error raised, unless quiet: when the analysis itself
         failed, its error is the one to report), then end the thread."""
         try:
-            if quiet:
-                self._pool.shutdown(wait=True, cancel_futures=True)
-                self._pending = []
-            self.wait()
+            if not quiet:
+                self.wait()
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pending = []
 
 
 def suspects_to_confirm(run_dir: Path, tolerance: float = DEFAULT_TOLERANCE,
