@@ -26,7 +26,8 @@ def ompi_dir() -> str:
     or /dev/shm (the same rule as the driver's runner/ompidirs.py, for jobs started here)."""
     if not _OMPI_DIR:
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        _OMPI_DIR.append(tempfile.mkdtemp(prefix="pairbench-ompi-check-", dir=base))
+        _OMPI_DIR.append(tempfile.mkdtemp(prefix=f"pairbench-ompi-check-{os.getpid()}-",
+                                           dir=base))
         atexit.register(shutil.rmtree, _OMPI_DIR[0], True)
     return _OMPI_DIR[0]
 

@@ -217,27 +217,45 @@ def case_startup(a) -> None:
                        deadline + MARGIN_S)
 
 
+TINY_TIMEOUT_TRIES = 3
+
+
 def case_tiny_timeout(a) -> None:
     """--timeout 0.1 bounds each phase of a healthy job, not its start-up (MPI_Init alone
     takes longer here): the issue's command with 8 B messages and small counts, whose phases
     each take microseconds (4 MiB needed 64 MiB of receive slots whose set-up, on a machine
     busy with a VM beside, took more than 0.1 s: the per-phase rule of docs/mpi.md rightly
-    ended it), runs to the end, every row ok (issue 28.2)."""
-    job = Job(a, 2, ["--pin", "none", "-q", "--test", "bw", "-s", "8", "-n", "20",
-                     "-w", "5", "--timeout", "0.1", "-o", "@OUT@"])
-    rc = job.wait(60 + MARGIN_S, "a healthy job with --timeout 0.1")
-    rows = (Path(job.marker).read_text().splitlines() if os.path.exists(job.marker)
-            else [])
-    if rc != 0:
+    ended it), runs to the end, every row ok (issue 28.2).
+
+    A phase of microseconds can still lose 0.1 s on a starved machine (CI at 63099be: both
+    ranks' warm-up, with the rig's VM beside them), and the per-phase rule then rightly ends
+    the job: such a try is said and tried again, up to TINY_TIMEOUT_TRIES in all. The start-up
+    is never tried again: it takes longer than 0.1 s at every start here, so a start-up bound
+    by --timeout fails the first try, naming the start-up, as before."""
+    for attempt in range(1, TINY_TIMEOUT_TRIES + 1):
+        job = Job(a, 2, ["--pin", "none", "-q", "--test", "bw", "-s", "8", "-n", "20",
+                         "-w", "5", "--timeout", "0.1", "-o", "@OUT@"])
+        rc = job.wait(60 + MARGIN_S, "a healthy job with --timeout 0.1")
+        rows = (Path(job.marker).read_text().splitlines() if os.path.exists(job.marker)
+                else [])
+        if rc == 0:
+            break
         first = [ln for ln in job.err.splitlines() if "pairbench-mpi: error:" in ln][:1]
         job.kill_all()
-        raise Fail(f"a healthy job with --timeout 0.1: exit {rc}: {first}")
+        phase_only = bool(first) and "did not finish within --timeout 0.1 s" in first[0] \
+            and "start-up" not in first[0]
+        if not phase_only or attempt == TINY_TIMEOUT_TRIES:
+            raise Fail(f"a healthy job with --timeout 0.1: exit {rc} (try {attempt} of "
+                       f"{TINY_TIMEOUT_TRIES}): {first}")
+        job.check_clean("a job ended by its --timeout 0.1")
+        print(f"note: try {attempt}: a phase took more than 0.1 s on this machine, the job was "
+              f"rightly ended ({first[0]}); trying again", file=sys.stderr)
     bad = [r for r in rows[1:] if ",ok," not in r]
     if len(rows) < 3 or bad:
         raise Fail(f"a healthy job with --timeout 0.1: {len(rows) - 1} rows, not ok: {bad[:2]}")
     job.check_clean("a healthy job with --timeout 0.1")
     print(f"ok: a healthy job with --timeout 0.1: exit 0 in {job.took:.1f} s, "
-          f"{len(rows) - 1} rows ok")
+          f"{len(rows) - 1} rows ok (try {attempt})")
 
 
 def shm_of(rank_pids: dict, before: dict):

@@ -22,7 +22,7 @@ SESSION = "OMPI_MCA_orte_tmpdir_base"
 BACKING = "OMPI_MCA_btl_vader_backing_directory"
 VARIABLES = (SESSION, BACKING)
 MARKER = "PAIRBENCH_OMPI_DIR"  # the folder, so that the env record can tell it is ours
-PREFIX = "pairbench-ompi-"
+PREFIX = "pairbench-ompi-"  # then the creating process's PID and "-": scripts/shm-leaks reads it
 
 
 def _base() -> str | None:
@@ -39,7 +39,9 @@ def private_ompi_dirs(env: MutableMapping[str, str]) -> Iterator[str | None]:
     if any(v in env for v in VARIABLES):
         yield None
         return
-    folder = tempfile.mkdtemp(prefix=PREFIX, dir=_base())
+    # The PID in the name lets scripts/shm-leaks tell the folder of a live job beside a test
+    # run (not the run's) from one left behind.
+    folder = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=_base())
     env[SESSION] = folder
     env[BACKING] = folder
     env[MARKER] = folder  # the executables' tuning record leaves these out (core/pb_env.c)
