@@ -100,6 +100,7 @@ class ExeOption:
     layers: tuple[str, ...] = LAYERS
     check: Callable[[str, Any], None] | None = None   # raises UsageError naming the option
     layer_hint: str = ""         # the error when a layer that lacks it is asked for it
+    metavar: str | None = None   # the help's name of the value when the kind's is wrong
 
     @property
     def field(self) -> str:
@@ -151,7 +152,7 @@ EXE_OPTIONS: tuple[ExeOption, ...] = (
               layer_hint="--bucket is for --layer mpi and --layer verbs (a soak's bucket)"),
     ExeOption("--stall-fraction", float, "soak: a stall is a run of buckets below this fraction "
               "of the pair's median bucket (the executables' default 0.5)", layers=("mpi", "verbs"),
-              check=_fraction,
+              check=_fraction, metavar="F",
               layer_hint="--stall-fraction is for --layer mpi and --layer verbs (a soak's stalls)"),
     ExeOption("--validate-live", int, "soak: data checked under load: the receiver checks the "
               "first message of every Nth window (mpi) or every Nth message (verbs read_bw, "
@@ -232,7 +233,7 @@ def add_exe_arguments(p: argparse.ArgumentParser) -> None:
             p.add_argument(*names, dest=o.field, action="store_true", help=o.help)
         else:
             p.add_argument(*names, dest=o.field, type=o.kind, default=None,
-                           metavar=METAVARS[o.kind], help=o.help)
+                           metavar=o.metavar or METAVARS[o.kind], help=o.help)
 
 
 def exe_values(source: object) -> dict[str, Any]:
