@@ -226,3 +226,25 @@ def test_ctrl_c_keeps_a_partial_soak(tmp_path: Path) -> None:
     assert "soak stopped by SIGINT" in err and "flag soak_partial" in err
     pts = soak.stability(run)
     assert pts and all(ps.partial for ps in pts)
+
+
+def test_the_stability_line_claims_no_cause_for_one_flow(tmp_path: Path) -> None:
+    """A soak of one flow has nothing its stalls could coincide with: the line says so
+    instead of "no two flows stalled at the same time; N stall(s) alone (a flow's own path
+    or process)", a cause its evidence cannot support. Two flows keep the words."""
+    from pairbench.present.soak import point_line
+
+    (tmp_path / SOAK_DIR).mkdir()
+    _series(tmp_path / SOAK_DIR / "r1-bw-p1-4096B-pair0.pbsoak", 0, [9, 9, 0, 0, 9, 9], True)
+    (ps,) = soak.stability(tmp_path)
+    line = point_line(ps)
+    assert "1 flow(s)" in line and "cannot be told" in line, line
+    assert "alone" not in line and "no two flows" not in line, line
+    two = tmp_path / "two"
+    (two / SOAK_DIR).mkdir(parents=True)
+    _series(two / SOAK_DIR / "r1-bw-p2-4096B-pair0.pbsoak", 0, [9, 9, 0, 0, 9, 9], True)
+    _series(two / SOAK_DIR / "r1-bw-p2-4096B-pair1.pbsoak", 1, [9, 9, 9, 9, 9, 9], True)
+    (ps2,) = soak.stability(two)
+    line2 = point_line(ps2)
+    assert "no two flows stalled at the same time; 1 stall(s) alone" in line2, line2
+    assert "cannot be told" not in line2, line2

@@ -50,7 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--thresholds", default=None, metavar="TOML",
                    help="with --repetitions auto: compare's thresholds file (metrics, "
                    "thresholds, confidence) for deciding; give the same to compare")
-    p.add_argument("--launcher", choices=launchers.names(), default="local")
+    p.add_argument("--launcher", choices=launchers.names(), default=None,
+                   help="how each point starts (default: mpirun for --layer mpi, local for "
+                   "--layer verbs; docs/driver.md \"Launchers\")")
     p.add_argument("--hosts", default=None, help="comma-separated hosts (mpirun -H, srun "
                    "--nodelist, ssh: server,client)")
     p.add_argument("--timeout", type=float, default=300.0, help="per point, seconds (default 300)")

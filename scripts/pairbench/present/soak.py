@@ -54,11 +54,15 @@ def point_line(ps: PointStability) -> str:
         return head + ": no stall"
     events = ", ".join(f"pairs {list(e.pair_ids)} at {e.start_bucket * ps.bucket_s:g} s"
                        for e in ps.shared[:4])
-    shared = (f"{len(ps.shared)} event(s) where several flows stalled at once ({events})"
-              if ps.shared else "no two flows stalled at the same time")
+    if len(ps.flows) == 1:  # nothing to coincide with: "alone" would claim a cause
+        shared = ("one flow: whether a stall had a cause shared with other flows cannot be "
+                  "told (run several pairs)")
+    else:
+        shared = (f"{len(ps.shared)} event(s) where several flows stalled at once ({events})"
+                  if ps.shared else "no two flows stalled at the same time")
+        shared += f"; {ps.alone} stall(s) alone (a flow's own path or process)"
     return (f"{head}: {ps.stalls} stall(s) in {ps.stalled_flows} flow(s), longest "
-            f"{ps.longest_s:g} s — {_stall_text(ps)}; {shared}; {ps.alone} stall(s) alone "
-            "(a flow's own path or process)")
+            f"{ps.longest_s:g} s — {_stall_text(ps)}; {shared}")
 
 
 def summary_lines(run: Path) -> list[str]:

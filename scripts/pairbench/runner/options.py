@@ -46,7 +46,7 @@ class SweepOptions(ExeSettings):
     pattern: str | None = None  # verbs: incast | fanout over --hosts (plan_pattern_point)
     repetitions: int = 1
     auto: AutoReps | None = None  # --repetitions auto[:MAX] (then repetitions = MIN_REPS)
-    launcher: str = "local"
+    launcher: str = ""  # "" = the layer's default (default_launcher)
     hosts: str | None = None
     timeout_s: float = 300.0
     results_dir: str | None = None
@@ -61,6 +61,10 @@ class SweepOptions(ExeSettings):
     rig_timeout_s: float | None = None
     fail_fast: bool = False
     progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.launcher:
+            object.__setattr__(self, "launcher", default_launcher(self.layer))
 
     @classmethod
     def from_namespace(cls, ns: argparse.Namespace) -> SweepOptions:
@@ -81,7 +85,7 @@ class SweepOptions(ExeSettings):
             layer=ns.layer, tests=tuple(t.strip() for arg in ns.test for t in arg.split(",")
                                         if t.strip()), sizes=ns.sizes, pairs=ns.pairs, qps=ns.qps,
             pattern=getattr(ns, "pattern", None),
-            repetitions=reps, auto=auto, launcher=ns.launcher, hosts=ns.hosts,
+            repetitions=reps, auto=auto, launcher=ns.launcher or "", hosts=ns.hosts,
             timeout_s=ns.timeout, results_dir=ns.results_dir, run_dir=ns.run_dir,
             binary=ns.binary, remote_binary=ns.remote_binary, connect_addr=ns.connect_addr,
             rig_devices=ns.rig_devices, launcher_cmd=ns.launcher_cmd,
@@ -101,7 +105,7 @@ class SweepOptions(ExeSettings):
                 args += [opt, str(val)]
         args += driver_argv(self)
         for opt, val, default in (
-                ("--launcher", self.launcher, "local"),
+                ("--launcher", self.launcher, default_launcher(self.layer)),
                 ("--repetitions", self.repetitions if self.auto is None
                  else f"auto:{self.auto.max_reps}", 1), ("--timeout", self.timeout_s, 300.0),
                 ("--baseline", self.auto and self.auto.baseline, None),
@@ -125,6 +129,13 @@ class SweepOptions(ExeSettings):
         if not self.progress:
             args.append("--no-progress")
         return args
+
+
+def default_launcher(layer: str) -> str:
+    """The launcher of a sweep that names none: mpirun for the MPI layer (pairbench-mpi's
+    tests need 2 ranks per pair: run alone it is a singleton and every point would be an
+    error row), local for verbs (both sides on this host)."""
+    return "mpirun" if layer == "mpi" else "local"
 
 
 def config_from_options(opts: SweepOptions, run_dir: Path, root: Path) -> SweepConfig:
