@@ -69,10 +69,13 @@ def test_open_mpi_uses_the_folder_and_nothing_is_left(tmp_path: Path, end: str) 
             "--allow-oversubscribe", "-q", "--timeout", "30",
             "-D", "20" if end == "killed" else "0.05"]
     seen: dict[str, list[str]] = {}
-    before = {p for p in os.listdir("/dev/shm") if p.startswith(ompidirs.PREFIX)}
+    # This process's folders only (their names carry its PID): another pytest worker's sweep
+    # makes its own beside this one.
+    own = f"{ompidirs.PREFIX}{os.getpid()}-"
+    before = {p for p in os.listdir("/dev/shm") if p.startswith(own)}
 
     def look() -> list[str]:
-        mine = [p for p in os.listdir("/dev/shm") if p.startswith(ompidirs.PREFIX)
+        mine = [p for p in os.listdir("/dev/shm") if p.startswith(own)
                 and p not in before] if os.access("/dev/shm", os.W_OK) else []
         found = []
         for m in mine:
