@@ -134,13 +134,14 @@ EXE_OPTIONS: tuple[ExeOption, ...] = (
               check=_seconds(0.001)),
     ExeOption("--lat-samples", int, "latency without -n/-D: at least N samples per pair "
               "(default 1000)", check=_lat_samples),
-    ExeOption("--pin", str, "process placement (the executables' --pin POLICY)"),
-    ExeOption("--pin-list", str, "PU OS indices for --pin list"),
+    ExeOption("--pin", str, "process placement (the executables' --pin POLICY)",
+              metavar="POLICY"),
+    ExeOption("--pin-list", str, "PU OS indices for --pin list", metavar="LIST"),
     ExeOption("--allow-oversubscribe", bool, "allow more pinned processes than PUs"),
     ExeOption("--buffers", str, "buffer layout of the tests that have a choice: fresh (one "
               "buffer or slot per message in flight) or peer (one reused buffer, as OSU, IMB "
               "and perftest); the rows' buffers column says which ran (docs/mpi.md, docs/verbs.md)",
-              check=_one_of("fresh", "peer")),
+              check=_one_of("fresh", "peer"), metavar="fresh|peer"),
     ExeOption("--soak", float, "soak: bandwidth and message-rate points run one common window "
               "of SEC seconds each, counted per bucket (--bucket); stalls per pair in the rows, "
               "the time series in the run's soak.parquet (docs/methodology.md \"Soak\")",
