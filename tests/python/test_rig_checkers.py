@@ -112,10 +112,21 @@ def test_check_netem_fails_on_what_is_wrong(run: Path) -> None:
     other = run / "flap.1" / "n2" / "s-1024B-incast-pair1.pbsoak"
     keep = flapped.read_bytes(), other.read_bytes(), (n1 / "c-node1.pbcnt.csv").read_text()
 
-    # the other flow stalls with the first flap: a shared cause, not node 1's link
+    # the other flow stalls with the first flap (1.5 s of its 2.25 s stall): a shared cause,
+    # not node 1's link
     set_buckets(other, lambda m: [0 if 19 <= i < 25 else x for i, x in enumerate(m)])
     p = netem(run)
-    assert p.returncode == 1 and "a flow that was not flapped stalled during a flap" in p.stdout
+    assert p.returncode == 1 and "a flow that was not flapped stalled with the flap" in p.stdout
+    assert "stalled 1.50 s of the flap's stall 4.50-6.75 s (67%; limit 50%)" in p.stdout
+    other.write_bytes(keep[1])
+
+    # ... but a starved guest's 0.75 s stall of the other flow inside the flap's 2.25 s is not
+    # the link's (the fresh-clone test-all at 976c899: the tc command that began a flap ran 8 s,
+    # the other flow stalled 0.75 s of the flapped flow's 9 s)
+    set_buckets(other, lambda m: [0 if 20 <= i < 23 else x for i, x in enumerate(m)])
+    p = netem(run)
+    assert p.returncode == 0, p.stdout
+    assert "stalled 0.75 s of the flap's stall 4.50-6.75 s (33%; limit 50%)" in p.stdout
     other.write_bytes(keep[1])
 
     # the flapped flow did not stall with the second flap
