@@ -198,7 +198,7 @@ def check_netem(d: str, fraction: float, others: list[str]) -> int:
     flaps = [[float(x) for x in ln.split()[1:3] + ln.split()[4:6]]
              for ln in Path(f"{d}/event.txt").read_text().splitlines()]
     ok = True
-    ends: list[float] = [t3 + RECOVER_S for _, _, _, t3 in flaps]  # each flap's stall's end
+    # each flap's stall (wall clock): the flapped flow's, once found
     spans: list[tuple[float, float]] = [(t0, t3 + RECOVER_S) for t0, _, _, t3 in flaps]
     base: float | None = None  # the flapped flow's start: times are printed from it
 
@@ -236,8 +236,7 @@ def check_netem(d: str, fraction: float, others: list[str]) -> int:
                   + (f"stall {hit[0][0] * b:.2f}-{(hit[0][0] + hit[0][1]) * b:.2f} s" if hit
                      else "FAIL: no stall begins with it and ends after it"))
             if hit:
-                ends[i] = start + (hit[0][0] + hit[0][1]) * b
-                spans[i] = (start + hit[0][0] * b, ends[i])
+                spans[i] = (start + hit[0][0] * b, start + (hit[0][0] + hit[0][1]) * b)
                 hits.append(hit[0])
             ok = ok and bool(hit)
         shared = [(a, n) for a, n in st if (a, n) not in hits and any(
@@ -276,7 +275,7 @@ def check_netem(d: str, fraction: float, others: list[str]) -> int:
                         ok = False
     for path in glob.glob(f"{d}/c-*.pbcnt.csv"):
         step, moves = counter_moves(path)
-        for (t0, _, _, _), end in zip(flaps, ends, strict=True):
+        for (t0, _, _, _), (_, end) in zip(flaps, spans, strict=True):
             near = [(a, z, m) for a, z, m in moves if z > t0 and a < end + step]
             moved: dict[str, int] = {}
             for _, _, m in near:
